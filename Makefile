@@ -1,0 +1,43 @@
+# schedweb: `make run` (demo server on 127.0.0.1:8000) and `make test` (ruff + pytest on PostgreSQL).
+
+SHELL := /bin/bash
+PY := .venv/bin/python
+
+# Scheduler hook: scripts/run.sh starts this in the background when `manage.py run_scheduler`
+# exists (added by schedweb.scheduling). Override with `make run SCHEDULER_CMD=...` or empty it.
+SCHEDULER_CMD ?= $(PY) manage.py run_scheduler
+
+TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/schedweb
+TEST_REDIS_URL ?= redis://127.0.0.1:6379/15
+PYTEST_ARGS ?=
+
+.PHONY: run test lint venv services bench soak clean distclean
+
+venv:
+	@scripts/ensure_venv.sh
+
+run: venv
+	@SCHEDULER_CMD="$(SCHEDULER_CMD)" scripts/run.sh
+
+services:
+	@scripts/ensure_services.sh
+
+# pytest exits 5 when it collects no tests; make treats any non-zero exit as a failure.
+test: services venv lint
+	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(PY) -m pytest $(PYTEST_ARGS)
+
+lint: venv
+	.venv/bin/ruff check .
+
+bench:
+	@echo "make bench: not yet implemented"; exit 1
+
+soak:
+	@echo "make soak: not yet implemented"; exit 1
+
+clean:
+	rm -rf var staticfiles .pytest_cache .ruff_cache .hypothesis
+	find . -path ./.venv -prune -o -name __pycache__ -type d -exec rm -rf {} +
+
+distclean: clean
+	rm -rf .venv

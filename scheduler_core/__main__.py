@@ -1,0 +1,148 @@
+"""Command line: `python -m scheduler_core simulate FILE [--json | --check]`.
+
+Runs one scheduling session on a scenario file (scenario-format.md). Exit codes: 0 success
+(and, with --check, every expectation met), 1 some expectation not met (each printed),
+2 the file is invalid (`FILE:LINE: what is wrong`), 3 the scheduler itself failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from scheduler_core.scenario import Scenario, ScenarioError, load_scenario, run_scenario
+from scheduler_core.scenario_check import check_expect
+
+EXIT_OK, EXIT_MISMATCH, EXIT_INVALID, EXIT_INTERNAL = 0, 1, 2, 3
+SUMMARY_ROWS = 50
+_BINARY = (("Ei", 2**60), ("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10))
+
+
+def format_quantity(dim: str, value: float) -> str:
+    """Readable quantity: cpu in cores, memory with a binary suffix when exact, else as is."""
+    if dim == "memory" and value:
+        for suffix, size in _BINARY:
+            if value >= size and float(value / size).is_integer():
+                return f"{int(value // size)}{suffix}"
+        for suffix, size in (("G", 1e9), ("M", 1e6)):
+            if value >= size:
+                return f"{value / size:.4g}{suffix}"
+    return f"{value:.6g}"
+
+
+def format_resources(res: dict[str, float] | None) -> str:
+    """`cpu 4, memory 8Gi, nvidia.com/gpu 2` (a dash for unset)."""
+    if res is None:
+        return "-"
+    if not res:
+        return "0"
+    return ", ".join(f"{dim} {format_quantity(dim, v)}" for dim, v in res.items())
+
+
+def summary(scenario: Scenario, out: dict[str, Any], phases_before: dict[str, str]) -> str:
+    """The human-readable report of one session."""
+    snap = scenario.snapshot
+    n_tasks = sum(len(j.tasks) for j in snap.jobs.values())
+    lines = [f"{scenario.source}: {len(snap.nodes)} nodes, {len(snap.queues)} queues, "
+             f"{len(snap.jobs)} jobs, {n_tasks} tasks; actions: {', '.join(scenario.conf.actions)}"]
+
+    def section(title: str, rows: list[str]) -> None:
+        lines.append(f"{title} ({len(rows)}):" if rows else f"{title}: none")
+        lines.extend(f"  {row}" for row in rows[:SUMMARY_ROWS])
+        if len(rows) > SUMMARY_ROWS:  # big clusters: --json has everything
+            lines.append(f"  ... {len(rows) - SUMMARY_ROWS} more (use --json for all)")
+
+    section("Binds", [f"{t} -> {n}" for t, n in out.get("binds", {}).items()])
+    section("Pipelined", [f"{t} -> {n}" for t, n in out.get("pipelined", {}).items()])
+    section("Evictions", list(out.get("evictions", [])))
+    section("Job phases", [f"{j}: {phases_before.get(j, '?')} -> {p}" if phases_before.get(j) != p
+                           else f"{j}: {p}" for j, p in out.get("job_phase", {}).items()])
+    queue_rows = []
+    for name, q in out.get("queues", {}).items():
+        queue_rows.append(f"{name}: share {q.get('share', 0):.3f}"
+                          f"; allocated {format_resources(q.get('allocated'))}"
+                          f"; deserved {format_resources(q.get('deserved'))}"
+                          f"; real capability {format_resources(q.get('real_capability'))}")
+    section("Queues", queue_rows)
+    section("Reasons", [f"{j}: [{r.get('code')}] {r.get('message')}"
+                        for j, r in out.get("reasons", {}).items()])
+    section("Warnings", list(out.get("warnings", [])))
+    timing = out.get("timing", {})
+    lines.append("Timing: " + ", ".join(f"{k.removesuffix('_s')} {v:.4f}s" for k, v in timing.items()))
+    return "\n".join(lines)
+
+
+def simulate(path: str, mode: str, stdout: TextIO, stderr: TextIO) -> int:
+    """Load, run and report one scenario; returns the exit code."""
+    try:
+        if path == "-":
+            scenario = load_scenario(sys.stdin.read(), filename="<stdin>")
+        else:
+            scenario = load_scenario(Path(path), filename=path)
+    except ScenarioError as exc:
+        print(str(exc), file=stderr)
+        return EXIT_INVALID
+    if mode == "check" and scenario.expect is None:
+        print(f"{scenario.source}: no expect: block, nothing to check", file=stdout)
+        return EXIT_OK
+    phases_before = {uid: job.phase.value for uid, job in scenario.snapshot.jobs.items()}
+    try:
+        result = run_scenario(scenario)
+        out = result.to_json()
+    except Exception:  # the scheduler's own failure, not the file's: show where it happened
+        print(f"{scenario.source}: scheduler error", file=stderr)
+        traceback.print_exc(file=stderr)
+        return EXIT_INTERNAL
+    if mode == "json":
+        print(json.dumps(out, indent=2, default=str), file=stdout)
+        return EXIT_OK
+    if mode == "check":
+        assert scenario.expect is not None
+        problems, count = check_expect(scenario.expect, out, scenario.source)
+        for problem in problems:
+            print(problem, file=stdout)
+        if problems:
+            print(f"{scenario.source}: {len(problems)} mismatch(es) in {count} checks", file=stdout)
+            return EXIT_MISMATCH
+        print(f"{scenario.source}: ok ({count} checks)", file=stdout)
+        return EXIT_OK
+    print(summary(scenario, out, phases_before), file=stdout)
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argparse tree: one `simulate` subcommand."""
+    parser = argparse.ArgumentParser(prog="python -m scheduler_core",
+                                     description="Offline tools of the schedweb batch scheduler.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sim = sub.add_parser("simulate", help="run one scheduling session on a scenario file",
+                         description="Run one scheduling session on a scenario file (YAML, or JSON "
+                                     "when it ends in .json; '-' reads YAML from stdin).")
+    sim.add_argument("file", help="scenario file")
+    mode = sim.add_mutually_exclusive_group()
+    mode.add_argument("--json", dest="mode", action="store_const", const="json",
+                      help="print the session result as JSON")
+    mode.add_argument("--check", dest="mode", action="store_const", const="check",
+                      help="compare with the file's expect: block; exit 1 on any mismatch")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None,
+         stderr: TextIO | None = None) -> int:
+    """Entry point; returns the exit code (argparse errors exit 2 by themselves)."""
+    args = build_parser().parse_args(argv)
+    return simulate(args.file, args.mode or "summary", stdout or sys.stdout, stderr or sys.stderr)
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except BrokenPipeError:  # output piped into `head`: stop quietly, as Unix tools do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(EXIT_MISMATCH)

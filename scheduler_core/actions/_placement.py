@@ -1,0 +1,207 @@
+"""Vectorised "pick the best node" for equivalence classes of identical tasks (allocate's hot path).
+
+For a class (same `sched_key`: request, selectors, tolerations, affinity, labels, priority)
+the predicate mask, the idle / future-idle fit masks and the node scores are computed once
+over all NodeTable rows. After each placement only the chosen row changes (its idle, pods and
+score), so the next task of the class costs one row update and one argmax; no per-node loop.
+Classes whose tasks carry pod (anti-)affinity or topology spread constraints change other
+rows too (topology domains), so they are recomputed in full after every placement.
+Assumptions, shared with the plugins: node-order scores of a row depend on that row only
+(nodeorder/binpack compute just the rows in `mask`), and a placement can only make a dynamic
+predicate (pod count, proportional) fail on its row, never pass; so a row that got a task is
+re-asked lazily, right before it would be chosen.
+
+Best node, as Volcano's allocate: among rows passing the predicates, those whose `idle` fits
+the request win over those where only `future_idle` fits (pipelining); within a group the
+highest score wins and ties go to the lowest row, i.e. the node name that sorts first.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from scheduler_core.reasons import FitErrors
+from scheduler_core.resources import MIN_RESOURCE
+
+if TYPE_CHECKING:
+    from scheduler_core.framework.node_table import NodeTable
+    from scheduler_core.framework.session import Session
+    from scheduler_core.model import TaskInfo
+
+_NEG = -np.inf
+
+
+def fit_errors(ssn: Session, task: TaskInfo, ok: np.ndarray, predicate_counts: dict[str, int],
+               future: bool = True) -> FitErrors:
+    """Predicate failures plus `Insufficient <dim>` for the rows that passed but do not fit."""
+    reasons = dict(predicate_counts)
+    for reason, n in ssn.node_table.insufficient(task.resreq, ok, future=future).items():
+        reasons[reason] = reasons.get(reason, 0) + n
+    return FitErrors(len(ssn.node_table), reasons)
+
+
+def has_dynamic_predicates(ssn: Session) -> bool:
+    """True when some enabled predicate depends on the session state (pods, affinity)."""
+    return any(not static for tier in ssn.enabled_fns("predicate") for _, (_, static) in tier)
+
+
+def spreads(task: TaskInfo) -> bool:
+    """The task's placement changes other rows' answers (pod affinity, topology spread)."""
+    aff = task.affinity or {}
+    return bool(task.topology_spread_constraints or aff.get("podAffinity") or aff.get("podAntiAffinity"))
+
+
+class ChangeLog:
+    """Rows changed since the action started, so cached class states catch up cheaply.
+
+    An entry is a row that got a task (>= 0), ALL when a change may affect every row (pod
+    affinity), or `-(row + 2)` for a row that lost one (a discarded placement).
+    """
+
+    ALL = -1
+
+    def __init__(self) -> None:
+        self.rows: list[int] = []
+
+    def add(self, row: int, released: bool = False) -> None:
+        """Record one changed row (or ChangeLog.ALL); `released` when a task left it."""
+        self.rows.append(-(row + 2) if released else row)
+
+
+class ClassState:
+    """Masks and scores of one equivalence class over the NodeTable rows."""
+
+    __slots__ = ("ssn", "table", "task", "dynamic", "local", "ok", "counts", "idle_fit", "future_fit",
+                 "scores", "best_idle", "best_future", "synced", "vec", "cols", "never", "unverified")
+
+    def __init__(self, ssn: Session, task: TaskInfo, dynamic: bool, log: ChangeLog | None = None) -> None:
+        self.ssn = ssn
+        self.table: NodeTable = ssn.node_table
+        self.task = task
+        self.dynamic = dynamic
+        self.local = not spreads(task)
+        self.synced = len(log.rows) if log is not None else 0
+        # Rows that got a task since their dynamic predicates (pod count, ...) were last asked.
+        # A placement can only make those predicates fail, never pass, so such a row is
+        # re-asked lazily, when it is about to be chosen (one predicate call for all of them).
+        self.unverified: set[int] = set()
+        self._request()
+        self.refresh()
+
+    def _request(self) -> None:
+        # Same comparison as NodeTable.fit_mask: cpu and memory always, scalars when asked;
+        # a requested scalar that no node has never fits.
+        table, req = self.table, self.task.resreq
+        self.vec = table.vector(req)
+        cols = [0, 1]
+        self.never = False
+        for name in sorted(req.scalars):
+            j = table.dim_index.get(name)
+            if j is not None:
+                cols.append(j)
+            elif req.scalars[name] >= MIN_RESOURCE:
+                self.never = True
+        self.cols = np.asarray(cols, dtype=np.intp)
+
+    def _fits(self, avail: np.ndarray) -> np.ndarray:
+        if self.never:
+            return np.zeros(len(avail), dtype=bool)
+        return ((self.vec[self.cols] - avail[:, self.cols]) < MIN_RESOURCE).all(axis=1)
+
+    def refresh(self) -> None:
+        """Recompute everything over all rows."""
+        ssn, table, task = self.ssn, self.table, self.task
+        pred = ssn.predicate(task)
+        self.ok = pred.ok_mask.copy()
+        self.counts = pred.counts()
+        self.unverified.clear()
+        self.idle_fit = self._fits(table.idle)
+        self.future_fit = self._fits(table.future)
+        cand = self.ok & self.future_fit
+        self.scores = ssn.node_scores(task, cand) if cand.any() else np.zeros(len(table))
+        self.best_idle = np.where(cand & self.idle_fit, self.scores, _NEG)
+        self.best_future = np.where(cand & ~self.idle_fit, self.scores, _NEG)
+
+    def catch_up(self, log: ChangeLog) -> None:
+        """Apply the rows changed since the last call (a full refresh when many did)."""
+        if self.synced == len(log.rows):
+            return
+        changed = log.rows[self.synced:]
+        self.synced = len(log.rows)
+        if len(changed) == 1 and changed[0] >= 0 and self.local:
+            self.row_changed(changed[0])
+            return
+        rows = {r if r >= 0 else -r - 2 for r in changed if r != ChangeLog.ALL}
+        if ChangeLog.ALL in changed or not self.local or len(rows) * 8 > len(self.table):
+            self.refresh()
+            return
+        released = any(r < -1 for r in changed)
+        self.rows_changed(np.fromiter(sorted(rows), dtype=np.intp, count=len(rows)), released)
+
+    def row_changed(self, r: int) -> None:
+        """One row got a task (the common case): scalar updates only."""
+        ssn, table, task = self.ssn, self.table, self.task
+        if self.dynamic and self.ok[r]:
+            self.unverified.add(r)
+        cols, need, ok = self.cols, self.vec[self.cols], not self.never
+        idle_fit = self.idle_fit[r] = ok and bool(((need - table.idle[r, cols]) < MIN_RESOURCE).all())
+        fut_fit = self.future_fit[r] = ok and bool(((need - table.future[r, cols]) < MIN_RESOURCE).all())
+        if self.ok[r] and fut_fit:
+            mask = np.zeros(len(table), dtype=bool)
+            mask[r] = True
+            s = self.scores[r] = ssn.node_scores(task, mask)[r]
+            self.best_idle[r] = s if idle_fit else _NEG
+            self.best_future[r] = _NEG if idle_fit else s
+        else:
+            self.best_idle[r] = self.best_future[r] = _NEG
+
+    def rows_changed(self, idx: np.ndarray, released: bool) -> None:
+        """Tasks went to (or left, `released`) rows `idx`: update those rows only."""
+        ssn, table, task = self.ssn, self.table, self.task
+        if self.dynamic and released:
+            # A row that lost a task may pass again: ask now.
+            self.ok[idx] = ssn.predicate(task).ok_mask[idx]
+            self.unverified.difference_update(idx.tolist())
+        elif self.dynamic:
+            self.unverified.update(idx[self.ok[idx]].tolist())
+        idle_fit = self.idle_fit[idx] = self._fits(table.idle[idx])
+        future_fit = self.future_fit[idx] = self._fits(table.future[idx])
+        cand = self.ok[idx] & future_fit
+        if cand.any():
+            mask = np.zeros(len(table), dtype=bool)
+            mask[idx[cand]] = True
+            self.scores[idx] = ssn.node_scores(task, mask)[idx]
+        s = self.scores[idx]
+        self.best_idle[idx] = np.where(cand & idle_fit, s, _NEG)
+        self.best_future[idx] = np.where(cand & ~idle_fit, s, _NEG)
+
+    def best(self) -> tuple[int, bool] | None:
+        """(row, pipelined) of the best node, or None when no node fits."""
+        for arr, future in ((self.best_idle, False), (self.best_future, True)):
+            while True:
+                r = int(np.argmax(arr))
+                if arr[r] == _NEG:
+                    break
+                if r in self.unverified and not self._verify(r):
+                    continue
+                return r, future
+        return None
+
+    def _verify(self, r: int) -> bool:
+        """Ask the predicates again for every unverified row; True when row r still passes."""
+        ok = self.ssn.predicate(self.task).ok_mask
+        for u in self.unverified:
+            if not ok[u]:
+                self.ok[u] = False
+                self.best_idle[u] = self.best_future[u] = _NEG
+        self.unverified.clear()
+        return bool(self.ok[r])
+
+    def errors(self) -> FitErrors:
+        """Fit errors of the class as it stands (no row fits)."""
+        if self.dynamic:
+            pred = self.ssn.predicate(self.task)
+            self.ok, self.counts = pred.ok_mask.copy(), pred.counts()
+        return fit_errors(self.ssn, self.task, self.ok, self.counts)

@@ -1,0 +1,64 @@
+"""backfill: place best-effort tasks (empty request) of admitted jobs (Volcano's backfill).
+
+Tasks are taken queue by queue (queue order), job by job (job order), task by task (task
+order), like Volcano's pickUpPendingTasks. A task goes straight to the session (no
+statement, as Volcano's ssn.Allocate): to the best-scoring node whose predicates pass, ties
+to the name that sorts first. Best-effort tasks need no resources, so no fit check. A task
+no node accepts records its fit errors; identical tasks of the same job then fail alike and
+are skipped. The session binds the allocated tasks at close when their job is ready.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from scheduler_core.actions._common import active_jobs
+from scheduler_core.actions._ordering import PriorityQueue, job_queue, sorted_tasks
+from scheduler_core.framework.interface import Action
+from scheduler_core.framework.registry import register_action
+from scheduler_core.reasons import FitErrors
+
+if TYPE_CHECKING:
+    from scheduler_core.framework.session import Session
+    from scheduler_core.model import JobInfo, QueueInfo, TaskInfo
+
+
+@register_action("backfill")
+class BackfillAction(Action):
+    """Place best-effort tasks on any node whose predicates pass."""
+
+    def execute(self, ssn: Session) -> None:
+        """Place every pending best-effort task of non-Pending valid jobs."""
+        names = ssn.node_table.names
+        for job, tasks in self._pending(ssn):
+            failed: set[tuple] = set()
+            for task in tasks:
+                if task.sched_key in failed:
+                    continue
+                pred = ssn.predicate(task)
+                row = ssn.best_node(task, pred.ok_mask)
+                if row is None:
+                    failed.add(task.sched_key)
+                    ssn.record_fit_errors(job.uid, task.uid, FitErrors(len(names), pred.counts()))
+                    continue
+                ssn.allocate(task, names[row])
+
+    @staticmethod
+    def _pending(ssn: Session) -> list[tuple[JobInfo, list[TaskInfo]]]:
+        """(job, best-effort pending tasks in task order) in queue order, then job order."""
+        queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn)
+        jobs_by_queue: dict[str, PriorityQueue[JobInfo]] = {}
+        for job in active_jobs(ssn):
+            if not any(t.best_effort for t in job.pending_tasks()):
+                continue
+            if job.queue not in jobs_by_queue:
+                jobs_by_queue[job.queue] = job_queue(ssn)
+                queues.push(ssn.queues[job.queue])
+            jobs_by_queue[job.queue].push(job)
+        out = []
+        while queues:
+            jobs = jobs_by_queue[queues.pop().name]
+            while jobs:
+                job = jobs.pop()
+                out.append((job, sorted_tasks(ssn, (t for t in job.pending_tasks() if t.best_effort))))
+        return out

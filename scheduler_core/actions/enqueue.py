@@ -1,0 +1,54 @@
+"""enqueue: admit Pending jobs to Inqueue (Volcano's enqueue).
+
+Queues (every queue that has a valid job) pop in queue order and are pushed back after each
+job, so admission goes round-robin one job at a time; inside a queue, Pending jobs pop in job
+order. A job is admitted when it has no `min_resources` or `job_enqueueable` votes yes; then
+the `job_enqueued` callbacks run (queue plugins reserve its `inqueue` resources) and it turns
+Inqueue. A rejected job stays Pending: the rejecting plugin records its own reason; when no
+plugin did, a generic NotEnqueued reason is recorded.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from scheduler_core.actions._common import active_jobs, code
+from scheduler_core.actions._ordering import PriorityQueue, job_queue
+from scheduler_core.framework.interface import Action
+from scheduler_core.framework.registry import register_action
+from scheduler_core.model import JobPhase
+
+if TYPE_CHECKING:
+    from scheduler_core.framework.session import Session
+    from scheduler_core.model import JobInfo, QueueInfo
+
+
+@register_action("enqueue")
+class EnqueueAction(Action):
+    """Admit Pending jobs whose minimum resources the queues can take."""
+
+    def execute(self, ssn: Session) -> None:
+        """Round-robin over queues, one Pending job per turn."""
+        queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn)
+        jobs_by_queue: dict[str, PriorityQueue[JobInfo]] = {}
+        for job in active_jobs(ssn, include_pending=True):
+            if job.phase is not JobPhase.PENDING:
+                continue
+            if job.queue not in jobs_by_queue:
+                jobs_by_queue[job.queue] = job_queue(ssn)
+                queues.push(ssn.queues[job.queue])
+            jobs_by_queue[job.queue].push(job)
+        while queues:
+            queue = queues.pop()
+            jobs = jobs_by_queue[queue.name]
+            if not jobs:
+                continue
+            job = jobs.pop()
+            if job.min_resources is None or ssn.job_enqueueable(job):
+                ssn.job_enqueued(job)
+                job.phase = JobPhase.INQUEUE
+            elif not ssn.reason_records.get(job.uid):
+                ssn.record_reason(job.uid, code("NotEnqueued"),
+                                  f"job {job.uid} not enqueued: queue {queue.name} cannot take its "
+                                  "minimum resources", self.name)
+            queues.push(queue)

@@ -1,0 +1,136 @@
+"""preempt: starving jobs take resources from lower-priority work of their own queue.
+
+Volcano v1.1x preempt, with these choices:
+- Preemptors: pending tasks of valid, non-Pending, starving jobs (`job_starving`), in task
+  order; tasks with `preemption_policy: Never` never preempt. Queues are visited in queue
+  order (Volcano walks a map).
+- Between jobs of one queue: starving jobs pop in job order; each gets one statement. For a
+  preemptor, nodes passing the predicates are tried best score first (ties: name first);
+  candidates are Running, non-best-effort, preemptable tasks of *other* jobs of the same
+  queue; `preemptable` callbacks pick victims; when future idle plus all victims cannot fit
+  the preemptor the node is skipped; otherwise victims are evicted in victim order until the
+  queue is `allocatable` for the preemptor and it fits the node's future idle, and it is
+  pipelined there. After the job's tasks: commit when `job_pipelined`, else discard; a job
+  that got something is pushed back to try again.
+- Inside a job: each starving job's pending tasks may evict the same job's Running tasks
+  (victims chosen by the `preemptable` callbacks, e.g. by task priority); one statement per
+  preemptor, committed; the job stops at its first preemptor that gets nothing.
+- Finally the `victim_tasks` callbacks' tasks are evicted (Volcano's victimTasks).
+Evicted tasks become Releasing (listed in the result's evictions); preemptors are pipelined.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from scheduler_core.actions._common import active_jobs, record_waiting
+from scheduler_core.actions._ordering import PriorityQueue, TaskList, job_queue, sorted_tasks
+from scheduler_core.actions.victims import VictimIndex, rows_by_score, victim_order, victims_fit
+from scheduler_core.framework.interface import Action
+from scheduler_core.framework.registry import register_action
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from scheduler_core.framework.session import Session
+    from scheduler_core.framework.statement import Statement
+    from scheduler_core.model import JobInfo, QueueInfo, TaskInfo
+
+NEVER = "Never"
+
+
+def _preemptors(job: JobInfo) -> list[TaskInfo]:
+    return [t for t in job.pending_tasks() if t.preemption_policy != NEVER]
+
+
+@register_action("preempt")
+class PreemptAction(Action):
+    """Evict lower-priority running tasks of the same queue for starving jobs."""
+
+    def execute(self, ssn: Session) -> None:
+        """Preempt between jobs of each queue, then between tasks of each job, then victim tasks."""
+        self.index = VictimIndex(ssn)
+        starving: dict[str, list[JobInfo]] = {}
+        for job in active_jobs(ssn):
+            if ssn.job_starving(job):
+                starving.setdefault(job.queue, []).append(job)
+        order = PriorityQueue(ssn.queue_order_fn, (ssn.queues[q] for q in starving))
+        while order:
+            queue = order.pop()
+            self._between_jobs(ssn, queue, starving[queue.name])
+            self._within_jobs(ssn, starving[queue.name])
+        victims = ssn.victim_tasks()
+        if victims:
+            stmt = ssn.statement()
+            for task in victims:
+                stmt.evict(task, "evict")
+            stmt.commit()
+
+    def _between_jobs(self, ssn: Session, queue: QueueInfo, jobs: list[JobInfo]) -> None:
+        preemptors = job_queue(ssn, jobs)
+        tasks = {job.uid: TaskList(ssn, _preemptors(job)) for job in jobs}
+        capacity = self.index.capacity([queue.name])
+        while preemptors:
+            job = preemptors.pop()
+            stmt = ssn.statement()
+            assigned = False
+            pending = tasks[job.uid]
+            while ssn.job_starving(job) and pending:
+                preemptor = pending.pop()
+
+                def other_job_same_queue(t: TaskInfo, job: JobInfo = job) -> bool:
+                    """Candidate filter: another job of the preemptor's queue."""
+                    return t.job_uid != job.uid and ssn.jobs[t.job_uid].queue == job.queue
+
+                if self._preempt(ssn, stmt, queue, preemptor, capacity, other_job_same_queue):
+                    assigned = True
+            if ssn.job_pipelined(job):
+                stmt.commit()
+                record_waiting(ssn, self.name, job)
+            else:
+                stmt.discard()
+                continue
+            if assigned:
+                preemptors.push(job)
+
+    def _within_jobs(self, ssn: Session, jobs: list[JobInfo]) -> None:
+        for job in jobs:
+            capacity = self.index.job_capacity(job.uid)
+            if capacity is None:
+                continue  # no running task of its own to give way
+            for preemptor in sorted_tasks(ssn, _preemptors(job)):
+                stmt = ssn.statement()
+                queue = ssn.queues[job.queue]
+
+                def same_job(t: TaskInfo, job: JobInfo = job) -> bool:
+                    """Candidate filter: the preemptor's own job."""
+                    return t.job_uid == job.uid
+
+                assigned = self._preempt(ssn, stmt, queue, preemptor, capacity, same_job)
+                stmt.commit()
+                record_waiting(ssn, self.name, job)
+                if not assigned:
+                    break
+
+    def _preempt(self, ssn: Session, stmt: Statement, queue: QueueInfo, preemptor: TaskInfo,
+                 capacity: np.ndarray, keep: Callable[[TaskInfo], bool]) -> bool:
+        """Volcano's preempt(): try nodes best first; evict until the preemptor fits; pipeline."""
+        table = ssn.node_table
+        ok = ssn.predicate(preemptor).ok_mask
+        rows = self.index.promising_rows(preemptor, ok, capacity)
+        for row in rows_by_score(ssn, preemptor, rows):
+            preemptees = [t for t in self.index.running_on(row) if keep(t)]
+            if not preemptees:
+                continue
+            victims = ssn.preemptable(preemptor, preemptees)
+            if not victims_fit(ssn, preemptor, row, victims):
+                continue
+            for victim in victim_order(ssn, preemptor, victims):
+                if ssn.allocatable(queue, preemptor) and table.fits_row(preemptor.resreq, row, future=True):
+                    break
+                stmt.evict(victim, "preempt")
+            if ssn.allocatable(queue, preemptor) and table.fits_row(preemptor.resreq, row, future=True):
+                stmt.pipeline(preemptor, table.names[row])
+                return True
+        return False

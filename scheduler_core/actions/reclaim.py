@@ -1,0 +1,112 @@
+"""reclaim: starving jobs take back resources that other queues hold above their share.
+
+Volcano v1.1x reclaim, with these choices:
+- Queues holding valid, non-Pending jobs pop in queue order and are pushed back after each
+  turn; an overused queue is dropped. Each turn serves one starving job (job order): its
+  pending tasks in task order while it starves, all in one statement, committed when the
+  job is `job_pipelined`, else discarded (so a gang never keeps half its victims). A job that
+  got something is pushed back.
+- A task reclaims only when its queue is `preemptive` for it. Nodes passing the predicates
+  are tried in name order (Volcano walks its node list). Candidates on a node: Running,
+  non-best-effort, preemptable tasks of jobs in *other* queues whose `reclaimable` flag is
+  set; the `reclaimable` callbacks choose victims (e.g. proportion: only from queues above
+  deserved). If future idle plus every victim cannot fit the task, the next node is tried;
+  otherwise victims are evicted in victim order (victim queue order, then reverse job /
+  task order) until the task fits the node's future idle, and the task is pipelined there.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from scheduler_core.actions._common import active_jobs, record_queue_refusal, record_waiting
+from scheduler_core.actions._ordering import PriorityQueue, TaskList, job_queue
+from scheduler_core.actions.victims import VictimIndex, victim_order, victims_fit
+from scheduler_core.framework.interface import Action
+from scheduler_core.framework.registry import register_action
+
+if TYPE_CHECKING:
+    from scheduler_core.framework.session import Session
+    from scheduler_core.framework.statement import Statement
+    from scheduler_core.model import JobInfo, QueueInfo, TaskInfo
+
+
+@register_action("reclaim")
+class ReclaimAction(Action):
+    """Evict tasks of reclaimable queues for starving jobs of queues below their share."""
+
+    def execute(self, ssn: Session) -> None:
+        """Round-robin over queues, one starving job per turn."""
+        self.index = VictimIndex(ssn)
+        self.reclaimable_queues = sorted(q.name for q in ssn.queues.values() if q.reclaimable)
+        queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn)
+        starving: dict[str, PriorityQueue[JobInfo]] = {}
+        tasks: dict[str, TaskList] = {}
+        seen: set[str] = set()
+        for job in active_jobs(ssn):
+            if job.queue not in seen:
+                seen.add(job.queue)
+                queues.push(ssn.queues[job.queue])
+            if ssn.job_starving(job):
+                starving.setdefault(job.queue, job_queue(ssn)).push(job)
+                tasks[job.uid] = TaskList(ssn, job.pending_tasks())
+        while queues:
+            queue = queues.pop()
+            if ssn.overused(queue):
+                continue
+            jobs = starving.get(queue.name)
+            if not jobs:
+                continue
+            job = jobs.pop()
+            if self._reclaim_for_job(ssn, queue, job, tasks[job.uid]):
+                jobs.push(job)
+            queues.push(queue)
+
+    def _reclaim_for_job(self, ssn: Session, queue: QueueInfo, job: JobInfo, pending: TaskList) -> bool:
+        """Reclaim for the job's pending tasks in one statement; True when something was pipelined."""
+        stmt = ssn.statement()
+        assigned = False
+        others = [q for q in self.reclaimable_queues if q != queue.name]
+        capacity = self.index.capacity(others)
+        while pending and ssn.job_starving(job):
+            task = pending.pop()
+            if not ssn.preemptive(queue, task):
+                record_queue_refusal(ssn, self.name, job, queue, overused=False)
+                continue
+            if self._reclaim(ssn, stmt, job, task, capacity):
+                assigned = True
+        if ssn.job_pipelined(job):
+            stmt.commit()
+            record_waiting(ssn, self.name, job)
+            return assigned
+        stmt.discard()
+        return False
+
+    def _reclaim(self, ssn: Session, stmt: Statement, job: JobInfo, task: TaskInfo,
+                 capacity: np.ndarray) -> bool:
+        """Try the task on each promising node; evict victims and pipeline it on the first that works."""
+        table = ssn.node_table
+        ok = ssn.predicate(task).ok_mask
+        rows = self.index.promising_rows(task, ok, capacity)
+        for row in np.nonzero(rows)[0]:
+            row = int(row)
+            reclaimees = []
+            for t in self.index.running_on(row):
+                q = ssn.queues[ssn.jobs[t.job_uid].queue]
+                if q.name != job.queue and q.reclaimable:
+                    reclaimees.append(t)
+            if not reclaimees:
+                continue
+            victims = ssn.reclaimable(task, reclaimees)
+            if not victims_fit(ssn, task, row, victims):
+                continue
+            for victim in victim_order(ssn, task, victims):
+                if table.fits_row(task.resreq, row, future=True):
+                    break
+                stmt.evict(victim, "reclaim")
+            if table.fits_row(task.resreq, row, future=True):
+                stmt.pipeline(task, table.names[row])
+                return True
+        return False

@@ -1,0 +1,1 @@
+"""Framework: configuration, registries, interfaces, session, statement, node table."""

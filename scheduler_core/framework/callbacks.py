@@ -1,0 +1,331 @@
+"""Callback registry of the session and the rules that combine plugin answers across tiers.
+
+Semantics page section 4. Plugins are asked in tier order, then plugin order, skipping plugins
+whose extension-point switch is off. Each plugin registers at most one callback per kind
+(a second registration replaces the first, like Volcano's maps keyed by plugin name).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from scheduler_core.framework.conf import Tier
+from scheduler_core.framework.interface import EventHandler, ValidateResult
+
+if TYPE_CHECKING:
+    from scheduler_core.model import JobInfo, QueueInfo, TaskInfo
+
+# callback kind -> switch that gates it (None = never gated)
+KIND_FLAG: dict[str, str | None] = {
+    "job_order": "enabledJobOrder",
+    "queue_order": "enabledQueueOrder",
+    "victim_queue_order": "enabledQueueOrder",
+    "task_order": "enabledTaskOrder",
+    "namespace_order": "enabledNamespaceOrder",
+    "predicate": "enabledPredicate",
+    "node_order": "enabledNodeOrder",
+    "batch_node_order": "enabledNodeOrder",
+    "preemptable": "enabledPreemptable",
+    "reclaimable": "enabledReclaimable",
+    "victim_tasks": "enabledVictim",
+    "overused": "enabledOverused",
+    "allocatable": "enabledAllocatable",
+    "preemptive": "enablePreemptive",
+    "job_ready": "enabledJobReady",
+    "job_pipelined": "enabledJobPipelined",
+    "job_valid": None,
+    "job_enqueueable": "enabledJobEnqueued",
+    "job_enqueued": "enabledJobEnqueued",
+    "job_starving": "enabledJobStarving",
+}
+
+
+def _fallback(l_created: float, r_created: float, l_name: str, r_name: str) -> int:
+    """Creation time, then name: never a random tie."""
+    if l_created != r_created:
+        return -1 if l_created < r_created else 1
+    if l_name != r_name:
+        return -1 if l_name < r_name else 1
+    return 0
+
+
+class CallbackRegistry:
+    """Registration (`add_*_fn(name, fn)`) and combined queries; the Session inherits this."""
+
+    tiers: list[Tier]
+
+    def _init_callbacks(self, tiers: list[Tier]) -> None:
+        self.tiers = tiers
+        self._fns: dict[str, dict[str, Any]] = {kind: {} for kind in KIND_FLAG}
+        self._tier_cache: dict[str, list[list[tuple[str, Any]]]] = {}
+        self._flat_cache: dict[str, list[tuple[str, Any]]] = {}
+        self.event_handlers: list[EventHandler] = []
+
+    # -- registration ------------------------------------------------------------------------
+    def _add(self, kind: str, name: str, fn: Any) -> None:
+        self._fns[kind][name] = fn
+        self._tier_cache.pop(kind, None)
+        self._flat_cache.pop(kind, None)
+
+    def add_job_order_fn(self, name: str, fn: Callable[[JobInfo, JobInfo], int]) -> None:
+        """Job order: <0 when l goes first."""
+        self._add("job_order", name, fn)
+
+    def add_queue_order_fn(self, name: str, fn: Callable[[QueueInfo, QueueInfo], int]) -> None:
+        """Queue order: <0 when l goes first."""
+        self._add("queue_order", name, fn)
+
+    def add_victim_queue_order_fn(self, name: str,
+                                  fn: Callable[[QueueInfo, QueueInfo, QueueInfo], int]) -> None:
+        """Victim queue order (l, r, preemptor queue): <0 when l is taken from first."""
+        self._add("victim_queue_order", name, fn)
+
+    def add_task_order_fn(self, name: str, fn: Callable[[TaskInfo, TaskInfo], int]) -> None:
+        """Task order: <0 when l goes first."""
+        self._add("task_order", name, fn)
+
+    def add_namespace_order_fn(self, name: str, fn: Callable[[str, str], int]) -> None:
+        """Namespace order: <0 when l goes first."""
+        self._add("namespace_order", name, fn)
+
+    def add_predicate_fn(self, name: str, fn: Callable, static: bool = False) -> None:
+        """Predicate `(task, table) -> [(reason, failing_mask)]`.
+
+        `static=True` promises the answer depends only on `task.sched_key` and on node facts
+        that do not change within a session (labels, taints, unschedulable): it is cached.
+        """
+        self._add("predicate", name, (fn, static))
+
+    def add_node_order_fn(self, name: str, fn: Callable) -> None:
+        """Node scores `(task, table, mask) -> float array` (row-aligned); summed over plugins."""
+        self._add("node_order", name, fn)
+
+    def add_batch_node_order_fn(self, name: str, fn: Callable) -> None:
+        """Batch node scores, same signature as node order; added on top."""
+        self._add("batch_node_order", name, fn)
+
+    def add_preemptable_fn(self, name: str, fn: Callable) -> None:
+        """Victims `(preemptor, preemptees) -> (victims, vote)`; vote 0 = abstain."""
+        self._add("preemptable", name, fn)
+
+    def add_reclaimable_fn(self, name: str, fn: Callable) -> None:
+        """Victims `(reclaimer, reclaimees) -> (victims, vote)`; vote 0 = abstain."""
+        self._add("reclaimable", name, fn)
+
+    def add_victim_tasks_fn(self, name: str, fn: Callable[[], list]) -> None:
+        """Tasks a plugin wants evicted (rescheduling); answers are united."""
+        self._add("victim_tasks", name, fn)
+
+    def add_overused_fn(self, name: str, fn: Callable[[QueueInfo], bool]) -> None:
+        """Queue overused: any yes makes it overused."""
+        self._add("overused", name, fn)
+
+    def add_allocatable_fn(self, name: str, fn: Callable[[QueueInfo, TaskInfo], bool]) -> None:
+        """Queue may take the task: every plugin must say yes."""
+        self._add("allocatable", name, fn)
+
+    def add_preemptive_fn(self, name: str, fn: Callable[[QueueInfo, TaskInfo], bool]) -> None:
+        """Queue may reclaim for the task: every plugin must say yes."""
+        self._add("preemptive", name, fn)
+
+    def add_job_ready_fn(self, name: str, fn: Callable[[JobInfo], bool]) -> None:
+        """Job ready to bind: every plugin must say yes."""
+        self._add("job_ready", name, fn)
+
+    def add_job_pipelined_fn(self, name: str, fn: Callable[[JobInfo], int]) -> None:
+        """Job pipelined vote (+1 permit, 0 abstain, -1 reject)."""
+        self._add("job_pipelined", name, fn)
+
+    def add_job_valid_fn(self, name: str, fn: Callable[[JobInfo], ValidateResult | None]) -> None:
+        """Job validity; a failing ValidateResult leaves the job out of all actions."""
+        self._add("job_valid", name, fn)
+
+    def add_job_enqueueable_fn(self, name: str, fn: Callable[[JobInfo], int]) -> None:
+        """Job enqueueable vote (+1 permit, 0 abstain, -1 reject)."""
+        self._add("job_enqueueable", name, fn)
+
+    def add_job_enqueued_fn(self, name: str, fn: Callable[[JobInfo], None]) -> None:
+        """Called after a job is admitted to Inqueue (reserve its resources)."""
+        self._add("job_enqueued", name, fn)
+
+    def add_job_starving_fn(self, name: str, fn: Callable[[JobInfo], bool]) -> None:
+        """Job starving; the first tier with such functions decides."""
+        self._add("job_starving", name, fn)
+
+    def add_event_handler(self, handler: EventHandler) -> None:
+        """Allocate/deallocate hooks, fired for every plugin regardless of switches."""
+        self.event_handlers.append(handler)
+
+    # -- lookup ------------------------------------------------------------------------------
+    def enabled_fns(self, kind: str) -> list[list[tuple[str, Any]]]:
+        """Per tier, the (plugin, callback) pairs of `kind` whose switch is on, in order."""
+        hit = self._tier_cache.get(kind)
+        if hit is not None:
+            return hit
+        fns, flag = self._fns[kind], KIND_FLAG[kind]
+        out = []
+        for tier in self.tiers:
+            out.append([(p.name, fns[p.name]) for p in tier.plugins
+                        if p.name in fns and (flag is None or p.enabled(flag))])
+        self._tier_cache[kind] = out
+        return out
+
+    def _flat(self, kind: str) -> list[tuple[str, Any]]:
+        hit = self._flat_cache.get(kind)
+        if hit is None:
+            hit = self._flat_cache[kind] = [pair for tier in self.enabled_fns(kind) for pair in tier]
+        return hit
+
+    def _first_nonzero(self, kind: str, *args: Any) -> int:
+        for _, fn in self._flat(kind):
+            j = fn(*args)
+            if j != 0:
+                return j
+        return 0
+
+    # -- orders ------------------------------------------------------------------------------
+    def job_compare(self, lhs: JobInfo, rhs: JobInfo) -> int:
+        """<0 when lhs goes first: plugins, then creation time, then uid."""
+        return (self._first_nonzero("job_order", lhs, rhs)
+                or _fallback(lhs.created, rhs.created, lhs.uid, rhs.uid))
+
+    def job_order_fn(self, lhs: JobInfo, rhs: JobInfo) -> bool:
+        """True when job lhs goes before rhs."""
+        return self.job_compare(lhs, rhs) < 0
+
+    def queue_compare(self, lhs: QueueInfo, rhs: QueueInfo) -> int:
+        """<0 when lhs goes first: plugins, then creation time, then name."""
+        return (self._first_nonzero("queue_order", lhs, rhs)
+                or _fallback(lhs.created, rhs.created, lhs.name, rhs.name))
+
+    def queue_order_fn(self, lhs: QueueInfo, rhs: QueueInfo) -> bool:
+        """True when queue lhs goes before rhs."""
+        return self.queue_compare(lhs, rhs) < 0
+
+    def victim_queue_compare(self, lhs: QueueInfo, rhs: QueueInfo, preemptor_queue: QueueInfo) -> int:
+        """<0 when victims are taken from lhs first."""
+        return (self._first_nonzero("victim_queue_order", lhs, rhs, preemptor_queue)
+                or _fallback(lhs.created, rhs.created, lhs.name, rhs.name))
+
+    def victim_queue_order_fn(self, lhs: QueueInfo, rhs: QueueInfo, preemptor_queue: QueueInfo) -> bool:
+        """True when victims are taken from queue lhs before rhs."""
+        return self.victim_queue_compare(lhs, rhs, preemptor_queue) < 0
+
+    def task_compare(self, lhs: TaskInfo, rhs: TaskInfo) -> int:
+        """<0 when lhs goes first: plugins, then creation time, then uid."""
+        return (self._first_nonzero("task_order", lhs, rhs)
+                or _fallback(lhs.created, rhs.created, lhs.uid, rhs.uid))
+
+    def task_order_fn(self, lhs: TaskInfo, rhs: TaskInfo) -> bool:
+        """True when task lhs goes before rhs."""
+        return self.task_compare(lhs, rhs) < 0
+
+    def namespace_compare(self, lhs: str, rhs: str) -> int:
+        """<0 when namespace lhs goes first: plugins, then name."""
+        j = self._first_nonzero("namespace_order", lhs, rhs)
+        if j:
+            return j
+        return (lhs > rhs) - (lhs < rhs)
+
+    def namespace_order_fn(self, lhs: str, rhs: str) -> bool:
+        """True when namespace lhs goes before rhs."""
+        return self.namespace_compare(lhs, rhs) < 0
+
+    # -- all / any ---------------------------------------------------------------------------
+    def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        """Every enabled plugin must allow the queue to take the task."""
+        return all(fn(queue, task) for _, fn in self._flat("allocatable"))
+
+    def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        """Every enabled plugin must allow the queue to reclaim for the task."""
+        return all(fn(queue, task) for _, fn in self._flat("preemptive"))
+
+    def job_ready(self, job: JobInfo) -> bool:
+        """Every enabled plugin must say the job is ready."""
+        return all(fn(job) for _, fn in self._flat("job_ready"))
+
+    def overused(self, queue: QueueInfo) -> bool:
+        """Any enabled plugin saying yes makes the queue overused."""
+        return any(fn(queue) for _, fn in self._flat("overused"))
+
+    # -- votes -------------------------------------------------------------------------------
+    def _vote(self, kind: str, job: JobInfo) -> bool:
+        # A reject anywhere says no; a permit decides yes at the end of its tier; else yes.
+        for tier in self.enabled_fns(kind):
+            permit = False
+            for _, fn in tier:
+                v = fn(job)
+                if v < 0:
+                    return False
+                if v > 0:
+                    permit = True
+            if permit:
+                return True
+        return True
+
+    def job_pipelined(self, job: JobInfo) -> bool:
+        """Vote of the job-pipelined callbacks."""
+        return self._vote("job_pipelined", job)
+
+    def job_enqueueable(self, job: JobInfo) -> bool:
+        """Vote of the job-enqueueable callbacks."""
+        return self._vote("job_enqueueable", job)
+
+    def job_enqueued(self, job: JobInfo) -> None:
+        """Tell the plugins a job was admitted."""
+        for _, fn in self._flat("job_enqueued"):
+            fn(job)
+
+    def job_starving(self, job: JobInfo) -> bool:
+        """The first tier with starving callbacks decides (all must say yes); none = no."""
+        for tier in self.enabled_fns("job_starving"):
+            if tier:
+                return all(fn(job) for _, fn in tier)
+        return False
+
+    def job_valid(self, job: JobInfo) -> ValidateResult | None:
+        """The first failing ValidateResult, or None when the job is valid."""
+        for _, fn in self._flat("job_valid"):
+            res = fn(job)
+            if res is not None and not res.passed:
+                return res
+        return None
+
+    # -- victims -----------------------------------------------------------------------------
+    def _victims(self, kind: str, actor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+        # Within a tier: abstainers skipped, an empty answer empties the tier, else intersect.
+        # The first tier where some plugin answered decides.
+        for tier in self.enabled_fns(kind):
+            answered = False
+            victims: list[TaskInfo] = []
+            for _, fn in tier:
+                chosen, vote = fn(actor, candidates)
+                if vote == 0:
+                    continue
+                if not answered:
+                    answered, victims = True, list(chosen)
+                else:
+                    keep = {t.uid for t in chosen}
+                    victims = [t for t in victims if t.uid in keep]
+                if not victims:
+                    break
+            if answered:
+                return victims
+        return []
+
+    def preemptable(self, preemptor: TaskInfo, preemptees: list[TaskInfo]) -> list[TaskInfo]:
+        """Victims the plugins agree the preemptor may evict."""
+        return self._victims("preemptable", preemptor, preemptees)
+
+    def reclaimable(self, reclaimer: TaskInfo, reclaimees: list[TaskInfo]) -> list[TaskInfo]:
+        """Victims the plugins agree the reclaimer may evict."""
+        return self._victims("reclaimable", reclaimer, reclaimees)
+
+    def victim_tasks(self) -> list[TaskInfo]:
+        """Union of the victim-tasks callbacks, first occurrence order."""
+        seen: dict[str, TaskInfo] = {}
+        for _, fn in self._flat("victim_tasks"):
+            for t in fn():
+                seen.setdefault(t.uid, t)
+        return list(seen.values())

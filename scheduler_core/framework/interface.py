@@ -1,0 +1,86 @@
+"""The two small interfaces (Plugin, Action) and the value types callbacks exchange."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from scheduler_core.framework.session import Session
+    from scheduler_core.model import TaskInfo
+
+
+class Plugin:
+    """A policy: registers callbacks on the session when it opens."""
+
+    name: str = ""
+
+    def __init__(self, arguments: dict[str, Any] | None = None) -> None:
+        self.arguments: dict[str, Any] = dict(arguments or {})
+
+    def on_session_open(self, ssn: Session) -> None:
+        """Register callbacks (ssn.add_*_fn(self.name, ...)) and compute per-session state."""
+
+    def on_session_close(self, ssn: Session) -> None:
+        """Report figures into ssn.result; drop per-session state."""
+
+
+class Action:
+    """A verb: one step of the cycle (enqueue, allocate, ...)."""
+
+    name: str = ""
+
+    def __init__(self, arguments: dict[str, Any] | None = None) -> None:
+        self.arguments: dict[str, Any] = dict(arguments or {})
+
+    def execute(self, ssn: Session) -> None:
+        """Run the action against the open session."""
+        raise NotImplementedError
+
+
+@dataclass(slots=True)
+class Event:
+    """What an event handler receives: the task that was (de)allocated."""
+
+    task: TaskInfo
+
+
+@dataclass(slots=True)
+class EventHandler:
+    """Per-plugin hooks fired on allocate/pipeline (allocate_func) and evict/discard (deallocate_func)."""
+
+    allocate_func: Callable[[Event], None] | None = None
+    deallocate_func: Callable[[Event], None] | None = None
+
+
+@dataclass(slots=True)
+class ValidateResult:
+    """Answer of a job-valid callback; `passed=False` leaves the job out of all actions."""
+
+    passed: bool
+    reason: str = ""
+    message: str = ""
+
+
+@dataclass(slots=True)
+class PredicateResult:
+    """Combined predicate answer over NodeTable rows.
+
+    `ok_mask[i]` is True when row i passes every enabled predicate; `failures` lists
+    (reason, mask) where each failing row appears once, under the first predicate that failed it.
+    """
+
+    ok_mask: np.ndarray
+    failures: list[tuple[str, np.ndarray]] = field(default_factory=list)
+
+    @property
+    def reasons(self) -> list[tuple[str, np.ndarray]]:
+        """Alias of `failures` (the name used in the architecture table)."""
+        return self.failures
+
+    def counts(self) -> dict[str, int]:
+        """Number of failing rows per reason."""
+        return {reason: int(mask.sum()) for reason, mask in self.failures}

@@ -1,0 +1,185 @@
+"""NodeTable: the nodes' resources as row-aligned numpy arrays (the allocation hot path).
+
+Rows are the nodes sorted by name, so "lowest row" means "name sorts first". Columns are
+`dims`: cpu, memory, then every scalar resource found on any node, sorted. Values are in stored
+units (milli-cpu, bytes, scalar milli-units). The session calls `update_row(node)` after each
+change of one node, so the arrays always mirror the NodeInfo objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+
+from scheduler_core.model import NodeInfo
+from scheduler_core.resources import MIN_RESOURCE, Resource
+
+
+class NodeTable:
+    """Numpy view of the nodes: allocatable, idle, used, releasing, pipelined, future idle, pods.
+
+    The (n, d) arrays are Fortran-ordered: a column (`idle[:, 0]`, all nodes' cpu) is contiguous.
+    """
+
+    def __init__(self, nodes: Iterable[NodeInfo]) -> None:
+        self.nodes: list[NodeInfo] = sorted(nodes, key=lambda n: n.name)
+        self.names: list[str] = [n.name for n in self.nodes]
+        self.index: dict[str, int] = {name: i for i, name in enumerate(self.names)}
+        scalars: set[str] = set()
+        for n in self.nodes:
+            scalars.update(n.allocatable.scalars)
+        self.dims: list[str] = ["cpu", "memory", *sorted(scalars)]
+        self.dim_index: dict[str, int] = {d: i for i, d in enumerate(self.dims)}
+        n, d = len(self.nodes), len(self.dims)
+        self.allocatable = np.zeros((n, d), order="F")
+        self.idle = np.zeros((n, d), order="F")
+        self.used = np.zeros((n, d), order="F")
+        self.releasing = np.zeros((n, d), order="F")
+        self.pipelined = np.zeros((n, d), order="F")
+        self.future = np.zeros((n, d), order="F")
+        self.pod_count = np.zeros(n, dtype=np.int64)
+        self.max_pods = np.zeros(n, dtype=np.int64)
+        self.schedulable = np.ones(n, dtype=bool)
+        # Cache of request -> (vector, compared columns, scalar names the nodes lack).
+        self._req_cache: dict[tuple, tuple[np.ndarray, list[int], np.ndarray, list[str]]] = {}
+        for i, node in enumerate(self.nodes):
+            self.allocatable[i] = self.vector(node.allocatable)
+            self.max_pods[i] = node.allocatable.max_task_num
+            self.schedulable[i] = not node.unschedulable
+            self._fill(i, node)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def view(self, rows: np.ndarray) -> NodeTable:
+        """A read-only NodeTable over the given rows only (row i of the view = rows[i]).
+
+        Scoring a few changed rows through a view costs per-row numpy work instead of
+        whole-table work. Never call update_row on a view.
+        """
+        v = NodeTable.__new__(NodeTable)
+        v.nodes = [self.nodes[i] for i in rows]
+        v.names = [n.name for n in v.nodes]
+        v.index = {name: i for i, name in enumerate(v.names)}
+        v.dims, v.dim_index, v._req_cache = self.dims, self.dim_index, self._req_cache
+        for attr in ("allocatable", "idle", "used", "releasing", "pipelined", "future"):
+            setattr(v, attr, np.asfortranarray(getattr(self, attr)[rows]))
+        v.pod_count, v.max_pods, v.schedulable = self.pod_count[rows], self.max_pods[rows], self.schedulable[rows]
+        return v
+
+    # -- rows ------------------------------------------------------------------------------
+    def vector(self, resource: Resource) -> np.ndarray:
+        """The resource as a row over `dims` (scalars the table lacks are dropped)."""
+        v = np.zeros(len(self.dims))
+        v[0] = resource.milli_cpu
+        v[1] = resource.memory
+        for name, value in resource.scalars.items():
+            j = self.dim_index.get(name)
+            if j is not None:
+                v[j] = value
+        return v
+
+    def _set(self, arr: np.ndarray, i: int, resource: Resource) -> None:
+        # Element writes into the existing row: cheaper than building a vector per update.
+        row = arr[i]
+        if len(row) > 2:
+            row[2:] = 0.0
+        row[0] = resource.milli_cpu
+        row[1] = resource.memory
+        for name, value in resource.scalars.items():
+            j = self.dim_index.get(name)
+            if j is not None:
+                row[j] = value
+
+    def _fill(self, i: int, node: NodeInfo) -> None:
+        self._set(self.idle, i, node.idle)
+        self._set(self.used, i, node.used)
+        self._set(self.releasing, i, node.releasing)
+        self._set(self.pipelined, i, node.pipelined)
+        np.subtract(self.idle[i] + self.releasing[i], self.pipelined[i], out=self.future[i])
+        self.pod_count[i] = len(node.tasks)
+
+    def update_row(self, node: NodeInfo) -> None:
+        """Copy one node's current accounting into its row."""
+        self._fill(self.index[node.name], node)
+
+    def future_idle(self) -> np.ndarray:
+        """idle + releasing - pipelined for every row (kept current, do not modify)."""
+        return self.future
+
+    def all_rows(self) -> np.ndarray:
+        """A mask selecting every row."""
+        return np.ones(len(self.names), dtype=bool)
+
+    # -- resource fit ----------------------------------------------------------------------
+    def _request(self, resreq: Resource) -> tuple[np.ndarray, list[int], np.ndarray, list[str]]:
+        key = (resreq.milli_cpu, resreq.memory, tuple(sorted(resreq.scalars.items())))
+        hit = self._req_cache.get(key)
+        if hit is not None:
+            return hit
+        vec = self.vector(resreq)
+        # cpu and memory are always compared (Volcano's LessEqual); scalars only when requested.
+        cols = [0, 1]
+        missing: list[str] = []
+        for name in sorted(resreq.scalars):
+            value = resreq.scalars[name]
+            j = self.dim_index.get(name)
+            if j is None:
+                # A node without the scalar has 0 of it (Zero default): fails when requested.
+                if value >= MIN_RESOURCE:
+                    missing.append(name)
+            else:
+                cols.append(j)
+        # l <= r within tolerance  <=>  l - r < MIN_RESOURCE  <=>  r > l - MIN_RESOURCE;
+        # columns not compared get -inf so they always pass (no fancy indexing per call).
+        threshold = np.full(len(self.dims), -np.inf)
+        threshold[cols] = vec[cols] - MIN_RESOURCE
+        hit = (vec, cols, threshold, missing)
+        self._req_cache[key] = hit
+        return hit
+
+    def fit_mask(self, resreq: Resource, future: bool = False) -> np.ndarray:
+        """Rows where `resreq.less_equal(idle or future_idle, Zero)` holds (tolerance 0.1)."""
+        _, cols, threshold, missing = self._request(resreq)
+        if missing:
+            return np.zeros(len(self.names), dtype=bool)
+        avail = self.future if future else self.idle
+        # Column by column: arrays are Fortran-ordered, so each column is contiguous.
+        mask = avail[:, cols[0]] > threshold[cols[0]]
+        for j in cols[1:]:
+            mask &= avail[:, j] > threshold[j]
+        return mask
+
+    def fits_row(self, resreq: Resource, row: int, future: bool = False) -> bool:
+        """fit_mask for a single row (cheap check after choosing a node)."""
+        _, _, threshold, missing = self._request(resreq)
+        if missing:
+            return False
+        avail = self.future[row] if future else self.idle[row]
+        return bool((avail > threshold).all())
+
+    def insufficient_masks(self, resreq: Resource, mask: np.ndarray | None = None,
+                           future: bool = False) -> list[tuple[str, np.ndarray]]:
+        """("Insufficient <dim>", rows) for rows in `mask` that do not fit.
+
+        Each failing row is reported once, under its first insufficient dimension in `dims`
+        order (cpu, memory, then scalars sorted), like Volcano's WrapInsufficientResourceReason.
+        """
+        vec, cols, _, missing = self._request(resreq)
+        rows = self.all_rows() if mask is None else mask.copy()
+        avail = self.future if future else self.idle
+        out: list[tuple[str, np.ndarray]] = []
+        for j in cols:
+            bad = rows & ((vec[j] - avail[:, j]) >= MIN_RESOURCE)
+            if bad.any():
+                out.append((f"Insufficient {self.dims[j]}", bad))
+                rows &= ~bad
+        if missing and rows.any():
+            out.append((f"Insufficient {missing[0]}", rows))
+        return out
+
+    def insufficient(self, resreq: Resource, mask: np.ndarray | None = None,
+                     future: bool = False) -> dict[str, int]:
+        """Counts of `insufficient_masks`: {"Insufficient cpu": 3, ...}."""
+        return {reason: int(m.sum()) for reason, m in self.insufficient_masks(resreq, mask, future)}

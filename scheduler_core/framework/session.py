@@ -1,0 +1,297 @@
+"""Session: one scheduling cycle over a snapshot (Volcano's `framework.Session`).
+
+`open_session` builds the configured plugins (tier order) and lets them register callbacks;
+actions then query the session and change it through `allocate` / `pipeline` / `evict`
+(directly or through a Statement); `close_session` turns the final state into a SessionResult.
+The session mutates the snapshot's objects in place (no deep copies): use a fresh snapshot.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import time
+from typing import Any
+
+import numpy as np
+
+from scheduler_core.framework.callbacks import CallbackRegistry
+from scheduler_core.framework.conf import SchedulerConf
+from scheduler_core.framework.interface import (  # noqa: F401  (re-exported for plugins)
+    Event,
+    EventHandler,
+    Plugin,
+    PredicateResult,
+    ValidateResult,
+)
+from scheduler_core.framework.node_table import NodeTable
+from scheduler_core.framework.registry import load_all, plugin_builders
+from scheduler_core.model import ClusterSnapshot, JobInfo, JobPhase, NodeInfo, QueueInfo, TaskInfo, TaskStatus
+from scheduler_core.resources import Resource
+from scheduler_core.result import SessionResult
+
+
+class Session(CallbackRegistry):
+    """Snapshot + callbacks + the operations actions use."""
+
+    def __init__(self, snapshot: ClusterSnapshot, conf: SchedulerConf) -> None:
+        self.snapshot = snapshot
+        self.conf = conf
+        self.jobs: dict[str, JobInfo] = snapshot.jobs
+        self.nodes: dict[str, NodeInfo] = snapshot.nodes
+        self.queues: dict[str, QueueInfo] = snapshot.queues
+        self.namespaces = snapshot.namespaces
+        self.priority_classes = snapshot.priority_classes
+        self.now = snapshot.now
+        self._init_callbacks(conf.tiers)
+        self.node_table = NodeTable(self.nodes.values())
+        self.total_resource = Resource.empty()
+        for node in self.node_table.nodes:
+            if not node.unschedulable:
+                self.total_resource.add(node.allocatable)
+        self.result = SessionResult()
+        self.plugins: dict[str, Plugin] = {}
+        # Tasks placed (allocated or pipelined) in this session, in placement order.
+        self.placed: dict[str, TaskInfo] = {}
+        self.eviction_reasons: dict[str, str] = {}
+        # Reason ledger (read by reasons.build_reasons): job uid -> candidate reasons / fit errors.
+        self.reason_records: dict[str, list[dict[str, Any]]] = {}
+        self.fit_errors: dict[str, dict[str, Any]] = {}
+        self._static_pred: dict[tuple, list[tuple[str, np.ndarray]]] = {}
+        self._pred_cache: dict[tuple, PredicateResult] = {}
+        self._opened_at = time.perf_counter()
+
+    # -- small lookups -------------------------------------------------------------------------
+    def job_of(self, task: TaskInfo) -> JobInfo:
+        """The task's job."""
+        return self.jobs[task.job_uid]
+
+    def queue_of(self, job: JobInfo) -> QueueInfo | None:
+        """The job's queue (None when the job names an unknown queue)."""
+        return self.queues.get(job.queue)
+
+    def plugin_option(self, name: str) -> Any:
+        """The conf's PluginOption of a plugin (switches, arguments), or None."""
+        return self.conf.plugin(name)
+
+    # -- predicates and scores -----------------------------------------------------------------
+    def predicate(self, task: TaskInfo) -> PredicateResult:
+        """All enabled predicates over the NodeTable; static answers are cached per sched_key.
+
+        Returned arrays are read-only: combine them into new arrays (`ok & fit`).
+        """
+        entries = self._flat("predicate")
+        key = task.sched_key
+        all_static = all(static for _, (_, static) in entries)
+        if all_static:
+            hit = self._pred_cache.get(key)
+            if hit is not None:
+                return hit
+        table = self.node_table
+        ok = table.all_rows()
+        failures: list[tuple[str, np.ndarray]] = []
+        for name, (fn, static) in entries:
+            if static:
+                masks = self._static_pred.get((name, key))
+                if masks is None:
+                    masks = list(fn(task, table))
+                    self._static_pred[(name, key)] = masks
+            else:
+                masks = fn(task, table)
+            for reason, mask in masks:
+                # Each row is blamed once: on the first predicate that fails it.
+                eff = mask & ok
+                if eff.any():
+                    eff.flags.writeable = False
+                    failures.append((reason, eff))
+                    ok &= ~mask
+        ok.flags.writeable = False
+        res = PredicateResult(ok, failures)
+        if all_static:
+            self._pred_cache[key] = res
+        return res
+
+    def node_scores(self, task: TaskInfo, mask: np.ndarray) -> np.ndarray:
+        """Sum of the enabled node-order and batch-node-order scores (one float per row).
+
+        Only rows in `mask` are meaningful (others may be 0). When the mask selects few rows,
+        plugins score a NodeTable view of just those rows; a callback that returns a
+        full-length array anyway (precomputed scores) is indexed by the rows.
+        """
+        table = self.node_table
+        n = len(table)
+        fns = self._flat("node_order") + self._flat("batch_node_order")
+        scores = np.zeros(n)
+        rows = np.flatnonzero(mask)
+        if 0 < len(rows) * 4 < n:
+            view = table.view(rows)
+            ones = np.ones(len(rows), dtype=bool)
+            part = np.zeros(len(rows))
+            for _, fn in fns:
+                got = fn(task, view, ones)
+                part += got[rows] if len(got) == n else got
+            scores[rows] = part
+            return scores
+        for _, fn in fns:
+            scores += fn(task, table, mask)
+        return scores
+
+    def best_node(self, task: TaskInfo, mask: np.ndarray) -> int | None:
+        """Row with the highest score among `mask` (ties: lowest row = name first); None if empty."""
+        if not mask.any():
+            return None
+        scores = np.where(mask, self.node_scores(task, mask), -np.inf)
+        return int(np.argmax(scores))
+
+    # -- operations (Volcano's session/statement verbs) -----------------------------------------
+    def _fire(self, task: TaskInfo, allocate: bool) -> None:
+        ev = Event(task)
+        for h in self.event_handlers:
+            fn = h.allocate_func if allocate else h.deallocate_func
+            if fn is not None:
+                fn(ev)
+
+    def _place(self, task: TaskInfo, node_name: str, status: TaskStatus) -> None:
+        node = self.nodes[node_name]
+        task.node_name = node_name
+        self.jobs[task.job_uid].update_task_status(task, status)
+        node.add_task(task)
+        self.node_table.update_row(node)
+        self.placed[task.uid] = task
+        self._fire(task, True)
+
+    def _unplace(self, task: TaskInfo, status: TaskStatus, node_name: str | None) -> None:
+        node = self.nodes[task.node_name] if task.node_name is not None else None
+        if node is not None:
+            node.remove_task(task)
+            self.node_table.update_row(node)
+        self.jobs[task.job_uid].update_task_status(task, status)
+        task.node_name = node_name
+        self.placed.pop(task.uid, None)
+        self._fire(task, False)
+
+    def _evict(self, task: TaskInfo) -> None:
+        node = self.nodes[task.node_name]
+        node.remove_task(task)
+        self.jobs[task.job_uid].update_task_status(task, TaskStatus.RELEASING)
+        node.add_task(task)
+        self.node_table.update_row(node)
+        self._fire(task, False)
+
+    def _unevict(self, task: TaskInfo, status: TaskStatus) -> None:
+        node = self.nodes[task.node_name]
+        node.remove_task(task)
+        self.jobs[task.job_uid].update_task_status(task, status)
+        node.add_task(task)
+        self.node_table.update_row(node)
+        self._fire(task, True)
+
+    def allocate(self, task: TaskInfo, node_name: str) -> None:
+        """Task -> Allocated on the node (it is bound at close if its job is ready)."""
+        self._place(task, node_name, TaskStatus.ALLOCATED)
+
+    def pipeline(self, task: TaskInfo, node_name: str) -> None:
+        """Task -> Pipelined on the node (waits for releasing resources)."""
+        self._place(task, node_name, TaskStatus.PIPELINED)
+
+    def evict(self, task: TaskInfo, reason: str) -> None:
+        """Task -> Releasing right away (not undoable; use a Statement to try)."""
+        self._evict(task)
+        self._record_eviction(task, reason)
+
+    def _record_eviction(self, task: TaskInfo, reason: str) -> None:
+        if task.uid not in self.eviction_reasons:
+            self.result.evictions.append(task.uid)
+        self.eviction_reasons[task.uid] = reason
+
+    def statement(self) -> Any:
+        """A new Statement: try operations, then commit or discard."""
+        from scheduler_core.framework.statement import Statement
+
+        return Statement(self)
+
+    # -- reasons ledger -------------------------------------------------------------------------
+    def record_reason(self, job_uid: str, code: Any, message: str, plugin: str,
+                      details: dict | None = None) -> None:
+        """Remember a candidate reason why a job could not progress (build_reasons picks one)."""
+        self.reason_records.setdefault(job_uid, []).append(
+            {"code": code, "message": message, "plugin": plugin, "details": details or {}})
+
+    def record_fit_errors(self, job_uid: str, task_uid: str, fit_errors: Any) -> None:
+        """Remember why a task fitted no node (latest answer per task wins)."""
+        self.fit_errors.setdefault(job_uid, {})[task_uid] = fit_errors
+
+
+def open_session(snapshot: ClusterSnapshot, conf: SchedulerConf) -> Session:
+    """Build the session and every configured plugin; call on_session_open in tier order."""
+    load_all()
+    ssn = Session(snapshot, conf)
+    for tier in conf.tiers:
+        for opt in tier.plugins:
+            builder = plugin_builders.get(opt.name)
+            if builder is None:
+                ssn.result.warn(f"plugin {opt.name} is not implemented; skipped")
+                continue
+            plugin = builder(opt.arguments)
+            ssn.plugins[opt.name] = plugin
+    for tier in conf.tiers:
+        for opt in tier.plugins:
+            plugin = ssn.plugins.get(opt.name)
+            if plugin is not None:
+                plugin.on_session_open(ssn)
+    return ssn
+
+
+def _final_phase(job: JobInfo, placed_here: int) -> JobPhase:
+    """Volcano's jobStatus: enough tasks occupying nodes (or done) -> Running; all done -> Completed.
+
+    Tasks placed in this session do not count yet (`placed_here`): the PodGroup turns Running
+    in the cycle after its pods were bound (shared scenario capacity-hierarchy-propagation).
+    """
+    occupied = job.count(TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING,
+                         TaskStatus.SUCCEEDED) - placed_here
+    if occupied >= job.min_available:
+        if job.count(TaskStatus.SUCCEEDED) == occupied:
+            return JobPhase.COMPLETED
+        return JobPhase.RUNNING
+    if job.phase is JobPhase.INQUEUE:
+        return JobPhase.INQUEUE
+    return JobPhase.PENDING
+
+
+def close_session(ssn: Session) -> SessionResult:
+    """Dispatch ready jobs, record pipelined tasks and phases, close plugins, build reasons."""
+    res = ssn.result
+    ready: dict[str, bool] = {}
+    for uid in sorted(ssn.placed):
+        task = ssn.placed[uid]
+        job = ssn.jobs[task.job_uid]
+        if task.status is TaskStatus.ALLOCATED:
+            if job.uid not in ready:
+                ready[job.uid] = ssn.job_ready(job)
+            if ready[job.uid]:
+                res.binds[uid] = task.node_name
+        elif task.status is TaskStatus.PIPELINED:
+            res.pipelined[uid] = task.node_name
+    placed_here: dict[str, int] = {}
+    for task in ssn.placed.values():
+        if task.status is TaskStatus.ALLOCATED:
+            placed_here[task.job_uid] = placed_here.get(task.job_uid, 0) + 1
+    for uid in sorted(ssn.jobs):
+        job = ssn.jobs[uid]
+        job.phase = _final_phase(job, placed_here.get(uid, 0))
+        res.job_phase[uid] = job.phase.value
+    # Bound tasks move to Binding (same node and queue accounting), like Volcano's dispatch.
+    for uid in res.binds:
+        task = ssn.placed[uid]
+        ssn.jobs[task.job_uid].update_task_status(task, TaskStatus.BINDING)
+    for tier in ssn.conf.tiers:
+        for opt in tier.plugins:
+            plugin = ssn.plugins.get(opt.name)
+            if plugin is not None:
+                plugin.on_session_close(ssn)
+    if importlib.util.find_spec("scheduler_core.reasons") is not None:
+        from scheduler_core.reasons import build_reasons
+
+        res.reasons = build_reasons(ssn)
+    res.timing["session_s"] = round(time.perf_counter() - ssn._opened_at, 6)
+    return res

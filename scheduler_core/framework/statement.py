@@ -1,0 +1,74 @@
+"""Statement: try allocate / pipeline / evict on the session, then commit or discard.
+
+Operations change the session at once (so later checks see them, as in Volcano); `discard`
+undoes them in reverse order and restores node, job and queue accounting exactly (queue
+figures follow through the event handlers); `commit` makes evictions final.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from scheduler_core.model import TaskInfo, TaskStatus
+
+if TYPE_CHECKING:
+    from scheduler_core.framework.session import Session
+
+
+@dataclass(slots=True)
+class Operation:
+    """One tried operation and what is needed to undo it."""
+
+    kind: str  # "allocate" | "pipeline" | "evict"
+    task: TaskInfo
+    prev_status: TaskStatus
+    prev_node: str | None
+    reason: str = ""
+
+
+class Statement:
+    """A group of tentative operations on one session."""
+
+    def __init__(self, ssn: Session) -> None:
+        self.ssn = ssn
+        self.operations: list[Operation] = []
+
+    def allocate(self, task: TaskInfo, node_name: str) -> None:
+        """Tentatively allocate the task on the node (event handlers fire now)."""
+        op = Operation("allocate", task, task.status, task.node_name)
+        self.ssn._place(task, node_name, TaskStatus.ALLOCATED)
+        self.operations.append(op)
+
+    def pipeline(self, task: TaskInfo, node_name: str) -> None:
+        """Tentatively pipeline the task on the node."""
+        op = Operation("pipeline", task, task.status, task.node_name)
+        self.ssn._place(task, node_name, TaskStatus.PIPELINED)
+        self.operations.append(op)
+
+    def evict(self, task: TaskInfo, reason: str) -> None:
+        """Tentatively evict the task (Releasing); final only on commit."""
+        op = Operation("evict", task, task.status, task.node_name, reason)
+        self.ssn._evict(task)
+        self.operations.append(op)
+
+    def evicted(self) -> list[TaskInfo]:
+        """Tasks evicted so far in this statement."""
+        return [op.task for op in self.operations if op.kind == "evict"]
+
+    def discard(self) -> None:
+        """Undo every operation, last first: deallocate handlers fire for undone placements,
+        allocate handlers for undone evictions (Volcano's unevict)."""
+        for op in reversed(self.operations):
+            if op.kind == "evict":
+                self.ssn._unevict(op.task, op.prev_status)
+            else:
+                self.ssn._unplace(op.task, op.prev_status, op.prev_node)
+        self.operations.clear()
+
+    def commit(self) -> None:
+        """Keep every operation; evictions join the session result."""
+        for op in self.operations:
+            if op.kind == "evict":
+                self.ssn._record_eviction(op.task, op.reason)
+        self.operations.clear()

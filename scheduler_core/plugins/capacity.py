@@ -1,0 +1,310 @@
+"""capacity: deserved from the queue spec, flat or hierarchical (seed 002, semantics section 6).
+
+Attributes come from capacity_tree (`enableHierarchy` on the plugin option picks the tree).
+Extension points: queue order (priority; then share, queues with deserved before best-effort
+ones on ties; with hierarchy, leaves first and two leaves compared at the children of their
+common ancestor), victim queue order (hierarchy: queues sharing a deeper ancestor with the
+preemptor first), reclaimable (shared dimensions with the reclaimer, guarantee kept, then
+immediate victim when the reclaimee uses no deserved dimension, else the queue must exceed its
+deserved in one of the reclaimee's dimensions), preemptive (some requested dimension still
+under deserved), allocatable (Open, leaf, allocated + request <= real capability on the
+requested dimensions at every level, leaf to root), job enqueueable (the same chain with
+min_req + allocated + inqueue - elastic), job enqueued (inqueue to the leaf and ancestors),
+job valid (hierarchy: leaf queues only), events (allocated to the leaf and ancestors: O(depth)).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from scheduler_core.framework.interface import Event, EventHandler, Plugin, ValidateResult
+from scheduler_core.framework.registry import register_plugin
+from scheduler_core.model import JobInfo, QueueInfo, QueueState, TaskInfo
+from scheduler_core.plugins.capacity_tree import CapacityTree, build_flat, build_hierarchy, queue_level
+from scheduler_core.plugins.queue_attr import (
+    QueueAttr,
+    ReasonMemo,
+    chain_entry,
+    figures,
+    quantities,
+    quota_message,
+    update_share,
+)
+from scheduler_core.resources import MIN_RESOURCE, Resource, Zero
+
+if TYPE_CHECKING:
+    from scheduler_core.framework.session import Session
+
+PERMIT, ABSTAIN, REJECT = 1, 0, -1
+
+
+def compare_share_with_deserved(lhs: QueueAttr, rhs: QueueAttr) -> int:
+    """Lower share first; on equal shares a queue with deserved goes before a best-effort one."""
+    if lhs.share == rhs.share:
+        l_has, r_has = not lhs.deserved.is_empty(), not rhs.deserved.is_empty()
+        if l_has == r_has:
+            return 0
+        return -1 if l_has else 1
+    return -1 if lhs.share < rhs.share else 1
+
+
+@register_plugin("capacity")
+class CapacityPlugin(Plugin):
+    """Queue quotas from the spec: deserved, capability, guarantee; optionally a queue tree."""
+
+    def __init__(self, arguments: dict[str, Any] | None = None) -> None:
+        super().__init__(arguments)
+        self.tree = CapacityTree()
+        self.queue_opts: dict[str, QueueAttr] = {}
+        self._opened: dict[str, Resource] = {}
+
+    @property
+    def hierarchy(self) -> bool:
+        """Whether the hierarchical tree is in use."""
+        return self.tree.hierarchy
+
+    def on_session_open(self, ssn: Session) -> None:
+        """Build the attrs (flat or tree), surface configuration warnings, register callbacks."""
+        opt = ssn.plugin_option(self.name)
+        hierarchy = bool(opt is not None and opt.enabled("enableHierarchy"))
+        self.tree = build_hierarchy(ssn) if hierarchy else build_flat(ssn)
+        self.queue_opts = self.tree.attrs
+        self._opened = {n: a.deserved.clone() for n, a in self.queue_opts.items()}
+        for w in self.tree.warnings:
+            ssn.result.warn(w)
+        self.ssn = ssn
+        self.memo = ReasonMemo(ssn, self.name)
+        ssn.add_queue_order_fn(self.name, self.queue_order)
+        ssn.add_reclaimable_fn(self.name, self.reclaimable)
+        ssn.add_preemptive_fn(self.name, self.preemptive)
+        ssn.add_allocatable_fn(self.name, self.allocatable)
+        ssn.add_job_enqueueable_fn(self.name, self.job_enqueueable)
+        ssn.add_job_enqueued_fn(self.name, self.job_enqueued)
+        if hierarchy:
+            ssn.add_victim_queue_order_fn(self.name, self.victim_queue_order)
+            ssn.add_job_valid_fn(self.name, self.job_valid)
+        ssn.add_event_handler(EventHandler(allocate_func=self.on_allocate,
+                                           deallocate_func=self.on_deallocate))
+
+    # -- orders ---------------------------------------------------------------------------------
+    def queue_order(self, lhs: QueueInfo, rhs: QueueInfo) -> int:
+        """Priority, then share at the right level of the tree."""
+        if lhs.priority != rhs.priority:
+            return -1 if lhs.priority > rhs.priority else 1
+        la, ra = self.queue_opts.get(lhs.name), self.queue_opts.get(rhs.name)
+        if la is None or ra is None:
+            return 0
+        if not self.hierarchy:
+            return compare_share_with_deserved(la, ra)
+        l_leaf, r_leaf = not la.children, not ra.children
+        if l_leaf != r_leaf:
+            return -1 if l_leaf else 1
+        if not l_leaf:
+            return compare_share_with_deserved(la, ra)
+        level = queue_level(la, ra)
+        lp = self.queue_opts[la.ancestors[level + 1]] if level + 1 < len(la.ancestors) else la
+        rp = self.queue_opts[ra.ancestors[level + 1]] if level + 1 < len(ra.ancestors) else ra
+        return compare_share_with_deserved(lp, rp)
+
+    def victim_queue_order(self, lhs: QueueInfo, rhs: QueueInfo, preemptor: QueueInfo) -> int:
+        """Queues closer to the preemptor in the tree (deeper common ancestor) give first."""
+        la, ra, pa = (self.queue_opts.get(q.name) for q in (lhs, rhs, preemptor))
+        if la is None or ra is None or pa is None:
+            return 0
+        l_level, r_level = queue_level(la, pa), queue_level(ra, pa)
+        if l_level == r_level:
+            return 0
+        return -1 if l_level > r_level else 1
+
+    # -- validity -------------------------------------------------------------------------------
+    def _refusal(self, queue: QueueInfo) -> tuple[str, str] | None:
+        """(code, message) when the queue cannot take work at all, else None."""
+        if queue.state is not QueueState.OPEN:
+            return "QueueClosed", f"queue {queue.name} is {queue.state.value.lower()}"
+        broken = self.tree.broken.get(queue.name)
+        if broken is not None:
+            return "InvalidJob", broken
+        attr = self.queue_opts.get(queue.name)
+        if self.hierarchy and attr is not None and attr.children:
+            kids = ", ".join(sorted(attr.children))
+            return "InvalidJob", (f"queue {queue.name} is not a leaf queue: jobs may only be submitted "
+                                  f"to leaf queues (its children: {kids})")
+        return None
+
+    def job_valid(self, job: JobInfo) -> ValidateResult | None:
+        """With hierarchy, a job must sit in a leaf queue that is not under a cycle."""
+        queue = self.ssn.queues.get(job.queue)
+        if queue is None:
+            return None
+        refusal = self._refusal(queue)
+        if refusal is None or refusal[0] != "InvalidJob":
+            return None
+        self.memo.record(job.uid, "InvalidJob", refusal[1], {"queue": queue.name})
+        return ValidateResult(False, "InvalidJob", refusal[1])
+
+    # -- quota checks ---------------------------------------------------------------------------
+    def _chain(self, name: str) -> list[QueueAttr]:
+        attr = self.queue_opts[name]
+        return [*(self.queue_opts[a] for a in attr.ancestors), attr]
+
+    def _details(self, chain: list[QueueAttr], failed: QueueAttr, with_inqueue: bool) -> dict[str, Any]:
+        entries = []
+        for a in chain:
+            entry = chain_entry(a, a.real_capability)
+            entry["real_capability"] = quantities(a.real_capability)
+            if with_inqueue:
+                entry["inqueue"] = quantities(a.inqueue)
+            entries.append(entry)
+        return {"queue_chain": entries, "limit": "real_capability", "failed_queue": failed.name}
+
+    def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        """allocated + request <= real capability on the requested dimensions, leaf to root."""
+        refusal = self._refusal(queue)
+        if refusal is not None:
+            self.memo.record(task.job_uid, refusal[0], refusal[1])
+            return False
+        if queue.name not in self.queue_opts:
+            return True
+        chain = self._chain(queue.name)
+        for attr in reversed(chain):
+            future = attr.allocated.clone().add(task.resreq)
+            ok, names = future.less_equal_with_dimension_and_resources_name(attr.real_capability, task.resreq)
+            if not ok:
+                if not self.memo.has(task.job_uid, "QueueOverCapability"):
+                    left = attr.real_capability.clone().sub_without_assert(attr.allocated)
+                    self.memo.record(task.job_uid, "QueueOverCapability",
+                                     quota_message(attr.name, names, task.resreq, left),
+                                     self._details(chain, attr, False))
+                return False
+        return True
+
+    def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        """Some requested dimension of allocated + request is still within deserved."""
+        if self._refusal(queue) is not None:
+            return False
+        attr = self.queue_opts.get(queue.name)
+        if attr is None:
+            return True
+        future = attr.allocated.clone().add(task.resreq)
+        return future.less_equal_partly_with_dimension(attr.deserved, task.resreq)
+
+    def job_enqueueable(self, job: JobInfo) -> int:
+        """min_req + allocated + inqueue - elastic <= real capability at every level (min_req dims)."""
+        queue = self.ssn.queues.get(job.queue)
+        if queue is None:
+            return ABSTAIN
+        refusal = self._refusal(queue)
+        if refusal is not None:
+            self.memo.record(job.uid, refusal[0], refusal[1])
+            return REJECT
+        if job.queue not in self.queue_opts or job.min_resources is None:
+            return PERMIT
+        min_req = job.get_min_resources()
+        chain = self._chain(job.queue)
+        for attr in reversed(chain):
+            if attr.real_capability is None:
+                continue
+            used = attr.allocated.clone().add(attr.inqueue).sub_without_assert(attr.elastic)
+            ok, names = min_req.clone().add(used).less_equal_with_dimension_and_resources_name(
+                attr.real_capability, min_req)
+            if not ok:
+                left = attr.real_capability.clone().sub_without_assert(used)
+                self.memo.record(job.uid, "QueueOverCapability",
+                                 quota_message(attr.name, names, min_req, left),
+                                 self._details(chain, attr, True))
+                return REJECT
+        return PERMIT
+
+    def job_enqueued(self, job: JobInfo) -> None:
+        """Reserve the job's minimum resources at the leaf and every ancestor."""
+        attr = self.queue_opts.get(job.queue)
+        if attr is None:
+            return
+        reserved = job.deducted_min_resources()
+        attr.inqueue.add(reserved)
+        for anc in attr.ancestors:
+            self.queue_opts[anc].inqueue.add(reserved)
+
+    # -- victims --------------------------------------------------------------------------------
+    def reclaimable(self, reclaimer: TaskInfo, reclaimees: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
+        """Seed 002's triple check on a per-queue simulated allocation."""
+        victims: list[TaskInfo] = []
+        allocations: dict[str, Resource] = {}
+        wanted = set(reclaimer.resreq.resource_names())
+        for reclaimee in reclaimees:
+            qname = self.ssn.jobs[reclaimee.job_uid].queue
+            attr = self.queue_opts.get(qname)
+            if attr is None:
+                continue
+            allocated = allocations.get(qname)
+            if allocated is None:
+                allocated = allocations[qname] = attr.allocated.clone()
+            uses = reclaimee.resreq.resource_names()
+            if not wanted.intersection(uses):
+                continue  # frees nothing the reclaimer needs
+            if not attr.guarantee.less_equal(allocated.clone().sub_without_assert(reclaimee.resreq), Zero):
+                continue  # would dig into the queue's guarantee
+            shared = [n for n in uses if n in set(attr.deserved.resource_names())]
+            if shared and not any(allocated.get(n) > attr.deserved.get(n) + MIN_RESOURCE for n in shared):
+                continue  # the queue is within its deserved where the reclaimee counts
+            allocated.sub_without_assert(reclaimee.resreq)
+            victims.append(reclaimee)
+        return victims, PERMIT
+
+    # -- events and simulation ------------------------------------------------------------------
+    def _apply(self, opts: dict[str, QueueAttr], task: TaskInfo, sign: int) -> None:
+        attr = opts.get(self.ssn.jobs[task.job_uid].queue)
+        if attr is None:
+            return
+        levels = [attr] if not attr.ancestors else [attr, *(opts[n] for n in attr.ancestors)]
+        for a in levels:
+            if sign > 0:
+                a.allocated.add(task.resreq)
+            else:
+                a.allocated.sub_without_assert(task.resreq)
+            update_share(a, best_effort_is_one=True)
+
+    def on_allocate(self, event: Event) -> None:
+        """allocated += request at the leaf and its ancestors; shares updated (O(depth))."""
+        self._apply(self.queue_opts, event.task, 1)
+
+    def on_deallocate(self, event: Event) -> None:
+        """allocated -= request at the leaf and its ancestors; shares updated."""
+        self._apply(self.queue_opts, event.task, -1)
+
+    def simulate_state(self) -> dict[str, QueueAttr]:
+        """A private copy of every attr (Volcano's PrePredicateFn CycleState)."""
+        return {name: attr.clone() for name, attr in self.queue_opts.items()}
+
+    def simulate_add_task(self, state: dict[str, QueueAttr], task: TaskInfo) -> None:
+        """In the copy: the task's queue and its ancestors gain its request."""
+        self._apply(state, task, 1)
+
+    def simulate_remove_task(self, state: dict[str, QueueAttr], task: TaskInfo) -> None:
+        """In the copy: the task's queue and its ancestors lose its request."""
+        self._apply(state, task, -1)
+
+    def simulate_allocatable(self, state: dict[str, QueueAttr], queue: QueueInfo, task: TaskInfo) -> bool:
+        """allocatable against the copy, leaf to root (no reason recorded)."""
+        if self._refusal(queue) is not None:
+            return False
+        attr = state.get(queue.name)
+        if attr is None:
+            return True
+        for a in (attr, *(state[n] for n in reversed(attr.ancestors))):
+            future = a.allocated.clone().add(task.resreq)
+            if not future.less_equal_with_dimension(a.real_capability, task.resreq):
+                return False
+        return True
+
+    # -- session close --------------------------------------------------------------------------
+    def on_session_close(self, ssn: Session) -> None:
+        """Figures for every attr (ancestors and root included with hierarchy) and explanations."""
+        for name, attr in self.queue_opts.items():
+            queue = ssn.queues.get(name)
+            inherited = self.hierarchy and name not in self.tree.broken
+            spec_cap = attr.capability if inherited else (queue.capability if queue else None)
+            fig = figures(attr, spec_cap, False)
+            fig.deserved = self._opened[name].clone()
+            ssn.result.queues[name] = fig
+            ssn.result.explanations[name] = self.tree.explanations.get(name, {"plugin": self.name})

@@ -1,0 +1,92 @@
+"""drf plugin: dominant resource fairness between jobs (Volcano's `drf`, flat mode).
+
+A job's share is its dominant share: max over the cluster's resource dimensions of
+allocated / total (resources.share). Job order: lower share first. Preemptable: a victim is
+allowed while the preemptor's share after placing its task stays below (or equal within
+1e-6 to) the victim job's share after losing the victims chosen so far.
+Namespace order and hierarchical DRF are not implemented.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from scheduler_core.framework.interface import Event, EventHandler, Plugin
+from scheduler_core.framework.registry import register_plugin
+from scheduler_core.model import ALLOCATED_STATUSES
+from scheduler_core.resources import Resource, share
+
+if TYPE_CHECKING:
+    from scheduler_core.framework.session import Session
+    from scheduler_core.model import JobInfo, TaskInfo
+
+SHARE_DELTA = 0.000001
+
+
+def dominant_share(allocated: Resource, total: Resource) -> float:
+    """max over total's dimensions of share(allocated, total) (Volcano's calculateShare)."""
+    res = 0.0
+    for name in total.resource_names():
+        res = max(res, share(allocated.get(name), total.get(name)))
+    return res
+
+
+@register_plugin("drf")
+class DrfPlugin(Plugin):
+    """Job order by dominant share and share-based preemption victims."""
+
+    def __init__(self, arguments: dict | None = None) -> None:
+        super().__init__(arguments)
+        self.allocated: dict[str, Resource] = {}
+        self.shares: dict[str, float] = {}
+        self.total = Resource.empty()
+
+    def _update(self, uid: str) -> None:
+        self.shares[uid] = dominant_share(self.allocated[uid], self.total)
+
+    def on_session_open(self, ssn: Session) -> None:
+        """Compute every job's allocation and share; register order, victims and events."""
+        self.total = ssn.total_resource.clone()
+        for uid, job in ssn.jobs.items():
+            alloc = Resource.empty()
+            for t in job.tasks_in(*ALLOCATED_STATUSES):
+                alloc.add(t.resreq)
+            self.allocated[uid] = alloc
+            self._update(uid)
+
+        def job_order(l: JobInfo, r: JobInfo) -> int:  # noqa: E741
+            ls, rs = self.shares[l.uid], self.shares[r.uid]
+            if ls == rs:
+                return 0
+            return -1 if ls < rs else 1
+
+        def preemptable(preemptor: TaskInfo, preemptees: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
+            lalloc = self.allocated[preemptor.job_uid].clone().add(preemptor.resreq)
+            ls = dominant_share(lalloc, self.total)
+            left: dict[str, Resource] = {}
+            victims = []
+            for t in preemptees:
+                if t.job_uid not in left:
+                    left[t.job_uid] = self.allocated[t.job_uid].clone()
+                # Cumulative like Volcano: each candidate lowers its job's remaining allocation.
+                rs = dominant_share(left[t.job_uid].sub_without_assert(t.resreq), self.total)
+                if ls < rs or abs(ls - rs) <= SHARE_DELTA:
+                    victims.append(t)
+            return victims, 1
+
+        def on_allocate(ev: Event) -> None:
+            self.allocated[ev.task.job_uid].add(ev.task.resreq)
+            self._update(ev.task.job_uid)
+
+        def on_deallocate(ev: Event) -> None:
+            self.allocated[ev.task.job_uid].sub_without_assert(ev.task.resreq)
+            self._update(ev.task.job_uid)
+
+        ssn.add_job_order_fn(self.name, job_order)
+        ssn.add_preemptable_fn(self.name, preemptable)
+        ssn.add_event_handler(EventHandler(allocate_func=on_allocate, deallocate_func=on_deallocate))
+
+    def on_session_close(self, ssn: Session) -> None:
+        """Drop per-session state."""
+        self.allocated.clear()
+        self.shares.clear()

@@ -1,0 +1,179 @@
+"""nodeorder plugin: weighted kube-scheduler scores, vectorised over NodeTable rows.
+
+Arguments (seed 004, Volcano defaults): `leastrequested.weight` 1, `mostrequested.weight` 0,
+`balancedresource.weight` 1, `nodeaffinity.weight` 2, `tainttoleration.weight` 3
+(`podaffinity`, `podtopologyspread`, `imagelocality` weights are accepted and ignored).
+Each kube score is 0-100 (MaxNodeScore) with kube's integer arithmetic, times its weight:
+- leastrequested: per cpu/memory `(alloc - req) * 100 // alloc` (0 when req > alloc),
+  averaged (integer) over the dimensions whose allocatable is non-zero;
+- mostrequested: per dimension `min(req, alloc) * 100 // alloc`, averaged the same way;
+- balancedresource: `int((1 - |f_cpu - f_mem| / 2) * 100)`, fractions `req / alloc` capped at 1;
+- nodeaffinity: sum of the weights of the matching preferred terms (not normalised, as Volcano);
+- tainttoleration (batch): intolerable PreferNoSchedule taints per node, kube's reverse
+  normalisation `100 - count * 100 // max_count`; max over every node of the table (not only
+  the feasible ones) so one row's score never depends on the others' feasibility.
+`req` = node used + task request. Kube's non-zero defaults for request-less pods are not applied.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from scheduler_core.framework.interface import Plugin
+from scheduler_core.framework.registry import register_plugin
+from scheduler_core.plugins.predicates import NodeStatic, tolerates
+
+if TYPE_CHECKING:
+    from scheduler_core.framework.node_table import NodeTable
+    from scheduler_core.framework.session import Session
+    from scheduler_core.model import TaskInfo
+
+MAX_NODE_SCORE = 100
+DEFAULT_WEIGHTS = {"leastrequested": 1, "mostrequested": 0, "balancedresource": 1,
+                   "nodeaffinity": 2, "tainttoleration": 3}
+
+
+def _weight(arguments: dict[str, Any], name: str) -> int:
+    try:
+        return int(arguments.get(f"{name}.weight", DEFAULT_WEIGHTS[name]))
+    except (TypeError, ValueError):
+        return DEFAULT_WEIGHTS[name]
+
+
+def _requested(task: TaskInfo, table: NodeTable, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(requested, allocatable) of cpu and memory for rows idx, shape (len(idx), 2)."""
+    req = table.used[idx, :2] + np.array([task.resreq.milli_cpu, task.resreq.memory])
+    return req, table.allocatable[idx, :2]
+
+
+def _average(scores: np.ndarray, alloc: np.ndarray) -> np.ndarray:
+    # Kube skips dimensions with zero allocatable and divides the integer sum by the weight sum.
+    counted = alloc > 0
+    total = np.where(counted, scores, 0).sum(axis=1)
+    n = counted.sum(axis=1)
+    return np.where(n > 0, np.floor_divide(total, np.maximum(n, 1)), 0)
+
+
+def least_requested(req: np.ndarray, alloc: np.ndarray) -> np.ndarray:
+    """kube LeastAllocated score per row (cpu and memory weight 1)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        s = np.floor((alloc - req) * MAX_NODE_SCORE / alloc)
+    s = np.where((alloc == 0) | (req > alloc), 0, s)
+    return _average(s, alloc)
+
+
+def most_requested(req: np.ndarray, alloc: np.ndarray) -> np.ndarray:
+    """kube MostAllocated score per row (requests above allocatable count as allocatable)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        s = np.floor(np.minimum(req, alloc) * MAX_NODE_SCORE / alloc)
+    s = np.where(alloc == 0, 0, s)
+    return _average(s, alloc)
+
+
+def balanced_resource(req: np.ndarray, alloc: np.ndarray) -> np.ndarray:
+    """kube BalancedAllocation: (1 - std of the fractions) * 100, truncated."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        frac = np.minimum(req / alloc, 1.0)
+    both = (alloc > 0).all(axis=1)
+    std = np.where(both, np.abs(frac[:, 0] - frac[:, 1]) / 2, 0.0)
+    return np.trunc((1 - std) * MAX_NODE_SCORE)
+
+
+def intolerable_prefer_no_schedule(static: NodeStatic, tolerations: list[dict]) -> np.ndarray:
+    """Per row, PreferNoSchedule taints not tolerated (tolerations with effect "" or PreferNoSchedule)."""
+    tols = [t for t in tolerations if (t.get("effect") or "") in ("", "PreferNoSchedule")]
+    counts = np.zeros(static.n)
+    for i, taints in enumerate(static.taints):
+        counts[i] = sum(1 for taint in taints if taint.get("effect") == "PreferNoSchedule"
+                        and not any(tolerates(t, taint) for t in tols))
+    return counts
+
+
+def taint_toleration_scores(counts: np.ndarray) -> np.ndarray:
+    """kube's reverse DefaultNormalizeScore of the intolerable-taint counts."""
+    top = counts.max() if len(counts) else 0
+    if top == 0:
+        return np.full(len(counts), float(MAX_NODE_SCORE))
+    return MAX_NODE_SCORE - np.floor_divide(counts * MAX_NODE_SCORE, top)
+
+
+@register_plugin("nodeorder")
+class NodeOrderPlugin(Plugin):
+    """Weighted least/most requested, balanced resource, node affinity and taint scores."""
+
+    def __init__(self, arguments: dict | None = None) -> None:
+        super().__init__(arguments)
+        self.weights = {name: _weight(self.arguments, name) for name in DEFAULT_WEIGHTS}
+        self.static: NodeStatic | None = None
+        self._affinity: dict[str, np.ndarray] = {}
+        self._taints: dict[str, np.ndarray] = {}
+
+    def affinity_scores(self, task: TaskInfo, static: NodeStatic) -> np.ndarray:
+        """Sum of matching preferred node affinity term weights per row (cached per affinity)."""
+        key = repr(task.affinity)
+        hit = self._affinity.get(key)
+        if hit is None:
+            hit = np.zeros(static.n)
+            na = (task.affinity or {}).get("nodeAffinity") or {}
+            for term in na.get("preferredDuringSchedulingIgnoredDuringExecution") or []:
+                w = int(term.get("weight", 0))
+                if w:
+                    hit += w * static.term(term.get("preference") or {})
+            self._affinity[key] = hit
+        return hit
+
+    def taint_scores(self, task: TaskInfo, static: NodeStatic) -> np.ndarray:
+        """Normalised taint toleration score per row (cached per tolerations)."""
+        key = repr(task.tolerations)
+        hit = self._taints.get(key)
+        if hit is None:
+            hit = taint_toleration_scores(intolerable_prefer_no_schedule(static, task.tolerations))
+            self._taints[key] = hit
+        return hit
+
+    def _static(self, table: NodeTable) -> NodeStatic:
+        if self.static is None or self.static.n != len(table):
+            self.static = NodeStatic(table)
+            self._affinity.clear()
+            self._taints.clear()
+        return self.static
+
+    def score(self, task: TaskInfo, table: NodeTable, mask: np.ndarray) -> np.ndarray:
+        """Weighted resource and node affinity scores; rows outside `mask` score 0."""
+        out = np.zeros(len(table))
+        idx = np.flatnonzero(mask)
+        if not len(idx):
+            return out
+        w = self.weights
+        if w["leastrequested"] or w["mostrequested"] or w["balancedresource"]:
+            req, alloc = _requested(task, table, idx)
+            if w["leastrequested"]:
+                out[idx] += w["leastrequested"] * least_requested(req, alloc)
+            if w["mostrequested"]:
+                out[idx] += w["mostrequested"] * most_requested(req, alloc)
+            if w["balancedresource"]:
+                out[idx] += w["balancedresource"] * balanced_resource(req, alloc)
+        if w["nodeaffinity"] and task.affinity:
+            out[idx] += w["nodeaffinity"] * self.affinity_scores(task, self._static(table))[idx]
+        return out
+
+    def batch_score(self, task: TaskInfo, table: NodeTable, mask: np.ndarray) -> np.ndarray:
+        """Weighted taint toleration score; rows outside `mask` score 0."""
+        if not self.weights["tainttoleration"]:
+            return np.zeros(len(table))
+        s = self.taint_scores(task, self._static(table))
+        return np.where(mask, self.weights["tainttoleration"] * s, 0.0)
+
+    def on_session_open(self, ssn: Session) -> None:
+        """Register the node order and batch node order scores."""
+        self.static = None
+        ssn.add_node_order_fn(self.name, self.score)
+        ssn.add_batch_node_order_fn(self.name, self.batch_score)
+
+    def on_session_close(self, ssn: Session) -> None:
+        """Drop per-session caches."""
+        self.static = None
+        self._affinity.clear()
+        self._taints.clear()

@@ -1,0 +1,222 @@
+"""Why a job is still waiting: one structured reason per job with unbound tasks at session close.
+
+Actions and plugins record candidates while the session runs (`ssn.record_reason(job_uid, code,
+message, plugin, details)` into `ssn.reason_records`, `ssn.record_fit_errors(job_uid, task_uid,
+FitErrors)` into `ssn.fit_errors`); `build_reasons(ssn)` picks the most specific one per job:
+InvalidJob, QueueClosed, NotEnqueued, QueueOverCapability, QueueOverDeserved,
+GangUnschedulable / NodeFit, WaitingForPreemption, else Unknown. Wording follows Volcano.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
+
+from scheduler_core.model import JobPhase, QueueState, TaskStatus
+
+if TYPE_CHECKING:
+    from scheduler_core.framework.session import Session
+    from scheduler_core.model import JobInfo
+    from scheduler_core.resources import Resource
+
+GIB = 2**30
+
+
+class ReasonCode(StrEnum):
+    """Reason codes of scheduling-semantics.md section 7 (value = name)."""
+
+    QueueClosed = "QueueClosed"
+    InvalidJob = "InvalidJob"
+    NotEnqueued = "NotEnqueued"
+    QueueOverCapability = "QueueOverCapability"
+    QueueOverDeserved = "QueueOverDeserved"
+    GangUnschedulable = "GangUnschedulable"
+    NodeFit = "NodeFit"
+    WaitingForPreemption = "WaitingForPreemption"
+    Unknown = "Unknown"
+
+
+# Most specific first; GangUnschedulable and NodeFit share a rank (built from the job's state).
+PRECEDENCE = (ReasonCode.InvalidJob, ReasonCode.QueueClosed, ReasonCode.NotEnqueued,
+              ReasonCode.QueueOverCapability, ReasonCode.QueueOverDeserved)
+
+
+@dataclass(eq=False)
+class Reason:
+    """One job's reason: code, one-line message with numbers, details (queue_chain, node_failures)."""
+
+    code: ReasonCode
+    message: str
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """`{"code", "message", "details"}` as in the scenario output."""
+        return {"code": str(self.code), "message": self.message, "details": dict(self.details)}
+
+
+def _histogram(counts: Mapping[str, int]) -> list[str]:
+    # "<n> <reason>", counts descending, then by reason text: deterministic, biggest first.
+    return [f"{n} {r}" for r, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])) if n > 0]
+
+
+@dataclass(slots=True)
+class FitErrors:
+    """Why one task fitted no node: failing node count per reason (Volcano's FitErrors)."""
+
+    total_nodes: int
+    reasons: dict[str, int] = field(default_factory=dict)
+
+    def add(self, reason: str, count: int = 1) -> None:
+        """Count `count` more nodes failing for `reason`."""
+        self.reasons[reason] = self.reasons.get(reason, 0) + count
+
+    def message(self) -> str:
+        """`0/20 nodes are unavailable: 12 Insufficient cpu, 8 node(s) had untolerated taint {gpu: true}.`"""
+        return fit_message(self.total_nodes, self.reasons)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-friendly form."""
+        return {"nodes": self.total_nodes, "reasons": dict(self.reasons)}
+
+
+def fit_message(total_nodes: int, reasons: Mapping[str, int]) -> str:
+    """Volcano's node fit summary; counts sorted descending, then by reason text."""
+    parts = ", ".join(_histogram(reasons))
+    return f"0/{total_nodes} nodes are unavailable: {parts}." if parts else \
+        f"0/{total_nodes} nodes are available."
+
+
+def format_amount(name: str, stored: float) -> str:
+    """A stored amount in output units, short: cpu cores ("4", "0.5"), memory ("4Gi" or bytes)."""
+    if name == "memory":
+        if stored and stored % GIB == 0:
+            return f"{stored / GIB:g}Gi"
+        if stored and stored % 2**20 == 0:
+            return f"{stored / 2**20:g}Mi"
+        return f"{stored:.0f}"
+    return f"{round(stored / 1000, 3):g}"
+
+
+def insufficient_message(queue: str, names: Iterable[str], need: Resource, left: Resource,
+                         what: str = "resource quota") -> str:
+    """`queue training resource quota insufficient: insufficient cpu (need 10, 4 left)`.
+
+    `need` is what the job or task asks for, `left` the headroom; one clause per name.
+    """
+    clauses = [f"insufficient {n} (need {format_amount(n, need.get(n))}, "
+               f"{format_amount(n, max(left.get(n), 0.0))} left)" for n in names]
+    return f"queue {queue} {what} insufficient: " + ", ".join(clauses)
+
+
+def gang_message(job: JobInfo) -> str:
+    """`3/4 tasks in gang unschedulable: pod group is not ready, 1 Pending, 4 minAvailable`.
+
+    Unschedulable = min_available minus tasks that found a place (ready or pipelined).
+    Task counts are listed per status in status order, then minAvailable (as Volcano's FitError).
+    """
+    placed = job.ready_task_num() + job.waiting_task_num()
+    unready = max(job.min_available - placed, 0)
+    statuses = [f"{job.count(s)} {s.value}" for s in TaskStatus if job.count(s)]
+    hist = ", ".join([*statuses, f"{job.min_available} minAvailable"])
+    return f"{unready}/{len(job.tasks)} tasks in gang unschedulable: pod group is not ready, {hist}"
+
+
+def unbound_tasks(ssn: Session, job: JobInfo) -> list[str]:
+    """Uids of the job's tasks without a node binding at close (Pending, Pipelined, unbound Allocated)."""
+    out = [t.uid for t in job.tasks_in(TaskStatus.PENDING, TaskStatus.PIPELINED)]
+    out.extend(t.uid for t in job.tasks_in(TaskStatus.ALLOCATED) if t.uid not in ssn.result.binds)
+    return sorted(out)
+
+
+def _code(value: Any) -> ReasonCode:
+    try:
+        return ReasonCode(str(getattr(value, "value", value)))
+    except ValueError:
+        return ReasonCode.Unknown
+
+
+def _fit_of(ssn: Session, job: JobInfo, unbound: list[str]) -> tuple[int, dict[str, int]] | None:
+    # The first unbound task (by uid) that recorded fit errors speaks for the job: every
+    # summary is about one task ("0/N nodes"), so counts are not summed across tasks.
+    recorded = getattr(ssn, "fit_errors", {}).get(job.uid) or {}
+    for uid in unbound:
+        fe = recorded.get(uid)
+        if fe is not None:
+            return int(fe.total_nodes), {str(k): int(v) for k, v in fe.reasons.items()}
+    return None
+
+
+def _details(records: list[dict[str, Any]], chosen: dict[str, Any] | None,
+             fit: tuple[int, dict[str, int]] | None) -> dict[str, Any]:
+    details: dict[str, Any] = dict(chosen["details"]) if chosen and chosen.get("details") else {}
+    if "queue_chain" not in details:
+        chain = next((r["details"]["queue_chain"] for r in records
+                      if (r.get("details") or {}).get("queue_chain")), None)
+        if chain:
+            details["queue_chain"] = chain
+    if fit and fit[1]:
+        details["node_failures"] = dict(sorted(fit[1].items()))
+    return details
+
+
+def job_reason(ssn: Session, job: JobInfo, unbound: list[str]) -> Reason:
+    """The most specific reason for one job (see the module docstring for the order)."""
+    records = list(getattr(ssn, "reason_records", {}).get(job.uid) or [])
+    fit = _fit_of(ssn, job, unbound)
+    by_code: dict[ReasonCode, dict[str, Any]] = {}
+    for rec in records:  # first record of each code wins
+        by_code.setdefault(_code(rec.get("code")), rec)
+
+    def pick(code: ReasonCode, message: str, rec: dict[str, Any] | None = None) -> Reason:
+        return Reason(code, message, _details(records, rec, fit))
+
+    queue = ssn.queues.get(job.queue)
+    rec = by_code.get(ReasonCode.InvalidJob)
+    if rec is not None:
+        return pick(ReasonCode.InvalidJob, str(rec.get("message", "")), rec)
+    if queue is None:
+        return pick(ReasonCode.InvalidJob, f"queue {job.queue} does not exist")
+    invalid = ssn.job_valid(job)
+    if invalid is not None:
+        return pick(ReasonCode.InvalidJob, invalid.message or invalid.reason or "job is not valid")
+    if ReasonCode.QueueClosed not in by_code and queue.state is not QueueState.OPEN:
+        return pick(ReasonCode.QueueClosed, f"queue {queue.name} is {queue.state.value.lower()}")
+    for code in PRECEDENCE[1:]:
+        rec = by_code.get(code)
+        if rec is not None:
+            return pick(code, str(rec.get("message", "")), rec)
+    if job.phase is JobPhase.PENDING:
+        return pick(ReasonCode.NotEnqueued, f"job {job.uid} is not enqueued yet")
+
+    fit_text = fit_message(*fit) if fit and fit[1] else ""
+    placed = job.ready_task_num() + job.waiting_task_num()
+    if job.min_available > 1 and placed < job.min_available:
+        text = gang_message(job) + (f"; {fit_text}" if fit_text else "")
+        return pick(ReasonCode.GangUnschedulable, text, by_code.get(ReasonCode.GangUnschedulable))
+    if fit_text:
+        return pick(ReasonCode.NodeFit, fit_text, by_code.get(ReasonCode.NodeFit))
+    for code in (ReasonCode.GangUnschedulable, ReasonCode.NodeFit, ReasonCode.WaitingForPreemption):
+        rec = by_code.get(code)
+        if rec is not None:
+            return pick(code, str(rec.get("message", "")), rec)
+    waiting = job.waiting_task_num()
+    if waiting:
+        return pick(ReasonCode.WaitingForPreemption,
+                    f"{waiting} task(s) pipelined, waiting for resources being released")
+    rec = by_code.get(ReasonCode.Unknown)
+    if rec is not None:
+        return pick(ReasonCode.Unknown, str(rec.get("message", "")), rec)
+    return pick(ReasonCode.Unknown, f"{len(unbound)} task(s) not scheduled; no action recorded why")
+
+
+def build_reasons(ssn: Session) -> dict[str, Reason]:
+    """One Reason per job (uid order) that still has unbound tasks when the session closes."""
+    out: dict[str, Reason] = {}
+    for uid in sorted(ssn.jobs):
+        job = ssn.jobs[uid]
+        unbound = unbound_tasks(ssn, job)
+        if unbound:
+            out[uid] = job_reason(ssn, job, unbound)
+    return out

@@ -1,0 +1,85 @@
+"""What one scheduling session decided: binds, evictions, phases, queue figures, reasons.
+
+`SessionResult.to_json()` is the `--json` output shape of scenario-format.md: resources in
+output units (cpu cores, memory bytes, scalars in their own units, never pods), shares
+rounded to 4 decimals.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from scheduler_core.reasons import Reason
+    from scheduler_core.resources import Resource
+
+# Resource figures of a queue, in output order.
+FIGURE_NAMES = ("deserved", "allocated", "request", "inqueue", "elastic", "capability",
+                "real_capability", "guarantee")
+
+
+@dataclass(eq=False)
+class QueueFigures:
+    """Per-queue figures a queue plugin reports (None = not computed / not set)."""
+
+    deserved: Resource | None = None
+    allocated: Resource | None = None
+    request: Resource | None = None
+    inqueue: Resource | None = None
+    elastic: Resource | None = None
+    capability: Resource | None = None
+    real_capability: Resource | None = None
+    guarantee: Resource | None = None
+    share: float = 0.0
+    weight: int = 1
+    overused: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        """Set figures in output units plus `share` (4 decimals); unset figures are left out."""
+        out: dict[str, Any] = {}
+        for name in FIGURE_NAMES:
+            value = getattr(self, name)
+            if value is not None:
+                out[name] = value.to_quantities()
+        out["share"] = round(self.share, 4)
+        return out
+
+
+@dataclass(eq=False)
+class SessionResult:
+    """Everything a session decided; filled by the session, the actions and the queue plugins."""
+
+    binds: dict[str, str] = field(default_factory=dict)
+    pipelined: dict[str, str] = field(default_factory=dict)
+    evictions: list[str] = field(default_factory=list)
+    job_phase: dict[str, str] = field(default_factory=dict)
+    queues: dict[str, QueueFigures] = field(default_factory=dict)
+    reasons: dict[str, Reason] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    # queue name -> the queue plugin's explanation object (dashboard "why this share").
+    explanations: dict[str, dict] = field(default_factory=dict)
+    timing: dict[str, float] = field(default_factory=dict)
+
+    def warn(self, message: str) -> None:
+        """Add a warning once (plugins may be built more than once per process)."""
+        if message not in self.warnings:
+            self.warnings.append(message)
+
+    def to_json(self) -> dict[str, Any]:
+        """The scenario-format.md output shape (keys sorted where they are maps)."""
+        return {
+            "binds": dict(sorted(self.binds.items())),
+            "pipelined": dict(sorted(self.pipelined.items())),
+            "evictions": list(self.evictions),
+            "job_phase": dict(sorted(self.job_phase.items())),
+            "queues": {name: self.queues[name].to_json() for name in sorted(self.queues)},
+            "reasons": {uid: _reason_json(self.reasons[uid]) for uid in sorted(self.reasons)},
+            "warnings": list(self.warnings),
+            "timing": dict(self.timing),
+        }
+
+
+def _reason_json(reason: Any) -> dict[str, Any]:
+    # Reason objects serialise themselves; a plain dict is passed through.
+    return reason.to_json() if hasattr(reason, "to_json") else dict(reason)

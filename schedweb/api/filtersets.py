@@ -1,0 +1,76 @@
+"""django-filter filtersets of the API lists (queue/namespace/phase/reason/search on jobs, ...)."""
+
+from __future__ import annotations
+
+import django_filters
+from django.db.models import Q, QuerySet
+
+from schedweb.core.models import Job, Node, Queue, Task
+
+JOB_PHASES = ("Pending", "Inqueue", "Running", "Unknown", "Completed", "Cancelled")
+TASK_STATUSES = ("Pending", "Allocated", "Pipelined", "Binding", "Bound", "Running", "Releasing",
+                 "Succeeded", "Failed")
+
+
+def _choices(values: tuple[str, ...]) -> list[tuple[str, str]]:
+    return [(v, v) for v in values]
+
+
+class QueueFilterSet(django_filters.FilterSet):
+    """Queues by parent name (`root` = top level), state and name search."""
+
+    parent = django_filters.CharFilter(method="filter_parent")
+    state = django_filters.MultipleChoiceFilter(choices=_choices(("Open", "Closed", "Closing")))
+    search = django_filters.CharFilter(field_name="name", lookup_expr="icontains")
+
+    class Meta:
+        model = Queue
+        fields = ["parent", "state", "search"]
+
+    def filter_parent(self, qs: QuerySet, name: str, value: str) -> QuerySet:
+        """`root` selects top-level queues; any other value a parent's name."""
+        return qs.filter(parent__isnull=True) if value == "root" else qs.filter(parent__name=value)
+
+
+class JobFilterSet(django_filters.FilterSet):
+    """Jobs by queue, namespace, phase, reason code, submitter and a name/namespace search."""
+
+    queue = django_filters.CharFilter(field_name="queue__name")
+    namespace = django_filters.CharFilter()
+    phase = django_filters.MultipleChoiceFilter(choices=_choices(JOB_PHASES))
+    reason_code = django_filters.CharFilter()
+    submitted_by = django_filters.CharFilter(field_name="submitted_by__username")
+    search = django_filters.CharFilter(method="filter_search")
+
+    class Meta:
+        model = Job
+        fields = ["queue", "namespace", "phase", "reason_code", "submitted_by", "search"]
+
+    def filter_search(self, qs: QuerySet, name: str, value: str) -> QuerySet:
+        """Case-insensitive match on the job name or namespace."""
+        return qs.filter(Q(name__icontains=value) | Q(namespace__icontains=value))
+
+
+class NodeFilterSet(django_filters.FilterSet):
+    """Nodes by schedulability and name search."""
+
+    unschedulable = django_filters.BooleanFilter()
+    search = django_filters.CharFilter(field_name="name", lookup_expr="icontains")
+
+    class Meta:
+        model = Node
+        fields = ["unschedulable", "search"]
+
+
+class TaskFilterSet(django_filters.FilterSet):
+    """Tasks by job, namespace, name, status and node (node agents list their node's tasks)."""
+
+    job = django_filters.NumberFilter(field_name="job_id")
+    namespace = django_filters.CharFilter(field_name="job__namespace")
+    name = django_filters.CharFilter()
+    status = django_filters.MultipleChoiceFilter(choices=_choices(TASK_STATUSES))
+    node = django_filters.CharFilter(field_name="node__name")
+
+    class Meta:
+        model = Task
+        fields = ["job", "namespace", "name", "status", "node"]

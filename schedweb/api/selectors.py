@@ -1,0 +1,100 @@
+"""Reads for the API that are more than a queryset: the queue tree with its latest figures."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from django.db.models import Count
+
+from schedweb.core.models import Job, Queue, Task
+
+# Status names as stored (scheduler_core.model.TaskStatus values).
+ALLOCATED_STATUSES = ("Allocated", "Binding", "Bound", "Running")
+TERMINAL_STATUSES = ("Succeeded", "Failed")
+PENDING_JOB_PHASES = ("Pending", "Inqueue")
+
+
+def _add_scaled(total: dict[str, float], resource: dict[str, Any] | None, times: int) -> None:
+    for name, value in (resource or {}).items():
+        total[name] = total.get(name, 0) + float(value) * times
+
+
+def queue_figures() -> dict[int, dict[str, Any]]:
+    """Per queue id: allocated, request, pending_jobs and the cycle's deserved/real_capability/share.
+
+    The one place that knows where figures come from. Until the scheduling cycle stores a
+    per-queue sample, allocated/request are summed from tasks (grouping identical requests, so
+    the SQL returns one row per distinct (queue, status, request), not per task) and the
+    cycle-only figures are None. Resources are in stored units. Two queries, whatever the size.
+    """
+    allocated: dict[int, dict[str, float]] = defaultdict(dict)
+    request: dict[int, dict[str, float]] = defaultdict(dict)
+    rows = (
+        Task.objects.exclude(status__in=TERMINAL_STATUSES)
+        .values("job__queue_id", "status", "request")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    for row in rows:
+        queue_id = row["job__queue_id"]
+        _add_scaled(request[queue_id], row["request"], row["n"])
+        if row["status"] in ALLOCATED_STATUSES:
+            _add_scaled(allocated[queue_id], row["request"], row["n"])
+    pending = dict(
+        Job.objects.filter(phase__in=PENDING_JOB_PHASES).values("queue_id").annotate(n=Count("id"))
+        .order_by().values_list("queue_id", "n")
+    )
+    ids = set(allocated) | set(request) | set(pending)
+    return {
+        qid: {
+            "allocated": allocated.get(qid) or {},
+            "request": request.get(qid) or {},
+            "pending_jobs": pending.get(qid, 0),
+            "deserved": None,
+            "real_capability": None,
+            "share": None,
+        }
+        for qid in ids
+    }
+
+
+def _roll_up(children: dict[int | None, list[Queue]], figures: dict[int, dict[str, Any]],
+             queue_id: int) -> dict[str, Any]:
+    """A parent's allocated/request/pending_jobs are the sums of its subtree (jobs sit in leaves)."""
+    own = figures.get(queue_id) or {"allocated": {}, "request": {}, "pending_jobs": 0,
+                                     "deserved": None, "real_capability": None, "share": None}
+    total = {"allocated": dict(own["allocated"]), "request": dict(own["request"]),
+             "pending_jobs": own["pending_jobs"], "deserved": own["deserved"],
+             "real_capability": own["real_capability"], "share": own["share"]}
+    for child in children.get(queue_id, ()):
+        sub = _roll_up(children, figures, child.id)
+        _add_scaled(total["allocated"], sub["allocated"], 1)
+        _add_scaled(total["request"], sub["request"], 1)
+        total["pending_jobs"] += sub["pending_jobs"]
+    figures[queue_id] = total
+    return total
+
+
+def queue_tree() -> tuple[list[Queue], dict[int | None, list[Queue]], dict[int, dict[str, Any]]]:
+    """All queues (one query, ordered by name), children by parent id, and rolled-up figures."""
+    queues = list(Queue.objects.order_by("name"))
+    children: dict[int | None, list[Queue]] = defaultdict(list)
+    for q in queues:
+        children[q.parent_id].append(q)
+    figures = queue_figures()
+    for top in children.get(None, ()):
+        _roll_up(children, figures, top.id)
+    return queues, children, figures
+
+
+def namespace_used(namespaces: list[str]) -> dict[str, dict[str, float]]:
+    """Stored-unit sums of the unfinished tasks' requests per namespace, in one grouped query."""
+    used: dict[str, dict[str, float]] = {ns: {} for ns in namespaces}
+    rows = (
+        Task.objects.filter(job__namespace__in=namespaces).exclude(status__in=TERMINAL_STATUSES)
+        .values("job__namespace", "request").annotate(n=Count("id")).order_by()
+    )
+    for row in rows:
+        _add_scaled(used[row["job__namespace"]], row["request"], row["n"])
+    return used

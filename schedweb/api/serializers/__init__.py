@@ -1,0 +1,1 @@
+"""DRF serializers of the API, one module per concept."""

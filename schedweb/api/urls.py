@@ -1,0 +1,42 @@
+"""URLs under /api/: the v1 endpoints, the OpenAPI schema and docs, and a JSON 404 catch-all."""
+
+from __future__ import annotations
+
+from django.urls import include, path, re_path
+from rest_framework.routers import DefaultRouter
+
+from schedweb.api.exceptions import NotFoundView
+from schedweb.api.views.cluster import NamespaceQuotaViewSet, PriorityClassViewSet, SchedulerConfigViewSet
+from schedweb.api.views.jobs import JobViewSet, TaskViewSet
+from schedweb.api.views.manifests import ManifestExportView, ManifestImportView
+from schedweb.api.views.me import MeView
+from schedweb.api.views.nodes import NodeViewSet
+from schedweb.api.views.queues import QueueViewSet
+from schedweb.api.views.schema import DocsView, SchemaView
+from schedweb.api.views.tokens import TokenViewSet
+
+app_name = "api"
+
+router = DefaultRouter(trailing_slash=True)
+router.register("queues", QueueViewSet, basename="queue")
+router.register("nodes", NodeViewSet, basename="node")
+router.register("jobs", JobViewSet, basename="job")
+router.register("tasks", TaskViewSet, basename="task")
+router.register("priority-classes", PriorityClassViewSet, basename="priorityclass")
+router.register("namespace-quotas", NamespaceQuotaViewSet, basename="namespacequota")
+router.register("tokens", TokenViewSet, basename="token")
+
+scheduler_config = SchedulerConfigViewSet.as_view({"get": "list", "put": "replace"})
+scheduler_config_versions = SchedulerConfigViewSet.as_view({"get": "versions"})
+
+urlpatterns = [
+    path("schema/", SchemaView.as_view(), name="schema"),
+    path("docs/", DocsView.as_view(url_name="api:schema"), name="docs"),
+    path("v1/scheduler-config/", scheduler_config, name="scheduler-config"),
+    path("v1/scheduler-config/versions/", scheduler_config_versions, name="scheduler-config-versions"),
+    path("v1/me/", MeView.as_view(), name="me"),
+    path("v1/manifests/import/", ManifestImportView.as_view(), name="manifest-import"),
+    path("v1/manifests/export/", ManifestExportView.as_view(), name="manifest-export"),
+    path("v1/", include(router.urls)),
+    re_path(r"^.*$", NotFoundView.as_view()),
+]

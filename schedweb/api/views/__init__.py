@@ -1,0 +1,1 @@
+"""DRF views of the API, one module per concept."""

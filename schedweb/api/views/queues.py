@@ -1,0 +1,116 @@
+"""Queues: CRUD (lookup by name), the whole tree with figures, open / close."""
+
+from __future__ import annotations
+
+from django.db.models import QuerySet
+from django_filters.rest_framework import DjangoFilterBackend
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import status, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import PermissionDenied
+from rest_framework.filters import OrderingFilter
+from rest_framework.response import Response
+
+from schedweb.api import commands
+from schedweb.api.filtersets import QueueFilterSet
+from schedweb.api.permissions import ADMIN_GROUPS, ADMIN_USERS, SUBMITTER_GROUPS, SUBMITTER_USERS
+from schedweb.api.selectors import queue_tree
+from schedweb.api.serializers.queues import (
+    QueueSerializer,
+    QueueStateSerializer,
+    QueueWriteSerializer,
+    queue_node,
+)
+from schedweb.api.views.base import access, validated
+from schedweb.core import services
+from schedweb.core.models import Queue
+
+
+class QueueViewSet(viewsets.GenericViewSet):
+    """Queues. Reads: any signed-in user. Changes: admins of the queue or an ancestor; creating or
+    deleting a queue needs admin rights on its parent (staff for top-level queues)."""
+
+    serializer_class = QueueSerializer
+    lookup_field = "name"
+    lookup_value_regex = "[^/]+"
+    filter_backends = [DjangoFilterBackend, OrderingFilter]
+    filterset_class = QueueFilterSet
+    ordering_fields = ["name", "weight", "priority", "created"]
+    ordering = ["name"]
+
+    def get_queryset(self) -> QuerySet:
+        """The view's rows with the relations its serializer reads."""
+        return Queue.objects.select_related("parent").prefetch_related(
+            ADMIN_USERS, ADMIN_GROUPS, SUBMITTER_USERS, SUBMITTER_GROUPS)
+
+    def _respond(self, queue: Queue, code: int = status.HTTP_200_OK) -> Response:
+        queue = self.get_queryset().get(pk=queue.pk)
+        return Response(QueueSerializer(queue, context=self.get_serializer_context()).data, status=code)
+
+    def list(self, request):
+        """All queues, paginated, filterable by parent/state/search."""
+        qs = self.filter_queryset(self.get_queryset())
+        page = self.paginate_queryset(qs)
+        return self.get_paginated_response(self.get_serializer(page, many=True).data)
+
+    def retrieve(self, request, name: str):
+        """One queue."""
+        return Response(self.get_serializer(self.get_object()).data)
+
+    @extend_schema(request=QueueWriteSerializer, responses={201: QueueSerializer})
+    def create(self, request):
+        """Create a queue (parent by name; absent or null = top level)."""
+        queue = commands.queue_create(access=access(request), data=validated(QueueWriteSerializer, request))
+        return self._respond(queue, status.HTTP_201_CREATED)
+
+    @extend_schema(request=QueueWriteSerializer, responses={200: QueueSerializer})
+    def update(self, request, name: str):
+        """Replace a queue's settings (absent optional keys get their defaults)."""
+        data = validated(QueueWriteSerializer, request)
+        queue = commands.queue_update(access=access(request), queue=self.get_object(), data=data)
+        return self._respond(queue)
+
+    @extend_schema(request=QueueWriteSerializer, responses={200: QueueSerializer})
+    def partial_update(self, request, name: str):
+        """Change some of a queue's settings."""
+        data = validated(QueueWriteSerializer, request, partial=True)
+        queue = commands.queue_update(access=access(request), queue=self.get_object(), data=data)
+        return self._respond(queue)
+
+    @extend_schema(responses={204: OpenApiResponse(description="Deleted")})
+    def destroy(self, request, name: str):
+        """Delete a queue without jobs or children (admins of the parent, staff for top level)."""
+        queue = self.get_object()
+        if not access(request).can_admin(queue.parent_id):
+            raise PermissionDenied("Only admins of the parent queue (staff for top-level queues) may "
+                                   "delete it.")
+        services.queue_delete(queue=queue)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+    def _set_state(self, request, state: str) -> Response:
+        validated(QueueStateSerializer, request)
+        queue = self.get_object()
+        if not access(request).can_admin(queue.id):
+            raise PermissionDenied(f"Only admins of queue {queue.name} or its ancestors may change its "
+                                   "state.")
+        return self._respond(services.queue_set_state(queue=queue, state=state))
+
+    @extend_schema(request=QueueStateSerializer, responses={200: QueueSerializer})
+    @action(detail=True, methods=["post"])
+    def open(self, request, name: str):
+        """Open the queue: it accepts and schedules new jobs."""
+        return self._set_state(request, "Open")
+
+    @extend_schema(request=QueueStateSerializer, responses={200: QueueSerializer})
+    @action(detail=True, methods=["post"])
+    def close(self, request, name: str):
+        """Close the queue: no new jobs; running ones finish (Closing until they have)."""
+        return self._set_state(request, "Closed")
+
+    @extend_schema(responses={200: OpenApiResponse(description="The whole queue hierarchy with figures")})
+    @action(detail=False, methods=["get"], pagination_class=None, filter_backends=[])
+    def tree(self, request):
+        """The whole hierarchy in one response; parents' allocated/request/pending sum their subtree."""
+        _, children, figures = queue_tree()
+        roots = [queue_node(q, children, figures) for q in children.get(None, ())]
+        return Response({"name": "root", "children": roots})

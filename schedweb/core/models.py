@@ -1,0 +1,239 @@
+"""Cluster objects as stored. Resource maps are JSON in stored units (Resource.to_canonical():
+milli-cpu, bytes, milli-scalars; node allocatable adds a plain `pods` count). Write them only
+through schedweb.core.services, which validates."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib.auth.models import Group
+from django.db import models
+
+
+class QueueState(models.TextChoices):
+    """Volcano queue states."""
+
+    OPEN = "Open"
+    CLOSED = "Closed"
+    CLOSING = "Closing"
+
+
+class JobPhase(models.TextChoices):
+    """PodGroup phases, plus Cancelled (cancelled by a user; terminal)."""
+
+    PENDING = "Pending"
+    INQUEUE = "Inqueue"
+    RUNNING = "Running"
+    UNKNOWN = "Unknown"
+    COMPLETED = "Completed"
+    CANCELLED = "Cancelled"
+
+
+class TaskStatus(models.TextChoices):
+    """Task (pod) statuses; values equal scheduler_core.model.TaskStatus values."""
+
+    PENDING = "Pending"
+    ALLOCATED = "Allocated"
+    PIPELINED = "Pipelined"
+    BINDING = "Binding"
+    BOUND = "Bound"
+    RUNNING = "Running"
+    RELEASING = "Releasing"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+
+
+class PreemptionPolicy(models.TextChoices):
+    """Kubernetes pod preemption policies."""
+
+    PREEMPT_LOWER_PRIORITY = "PreemptLowerPriority"
+    NEVER = "Never"
+
+
+TERMINAL_TASK_STATUSES = (TaskStatus.SUCCEEDED, TaskStatus.FAILED)
+# Statuses in which a task holds resources on its node (cannot lose its node).
+NODE_BOUND_TASK_STATUSES = (TaskStatus.ALLOCATED, TaskStatus.PIPELINED, TaskStatus.BINDING,
+                            TaskStatus.BOUND, TaskStatus.RUNNING, TaskStatus.RELEASING)
+TERMINAL_JOB_PHASES = (JobPhase.COMPLETED, JobPhase.CANCELLED)
+ROOT_QUEUE_NAME = "root"
+
+
+class Queue(models.Model):
+    """A queue of the hierarchy; parent null = top level under the implicit "root" queue."""
+
+    name = models.CharField(max_length=253, unique=True)
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT,
+                               related_name="children")
+    weight = models.PositiveIntegerField(default=1)
+    priority = models.IntegerField(default=0)
+    state = models.CharField(max_length=8, choices=QueueState.choices, default=QueueState.OPEN)
+    reclaimable = models.BooleanField(default=True)
+    capability = models.JSONField(null=True, blank=True)
+    deserved = models.JSONField(null=True, blank=True)
+    guarantee = models.JSONField(null=True, blank=True)
+    annotations = models.JSONField(default=dict, blank=True)
+    # ACLs (inherited down the tree by the API): admins manage, submitters submit jobs.
+    admin_users = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="admin_of_queues")
+    admin_groups = models.ManyToManyField(Group, blank=True, related_name="admin_of_queues")
+    submitter_users = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True,
+                                             related_name="submitter_of_queues")
+    submitter_groups = models.ManyToManyField(Group, blank=True, related_name="submitter_of_queues")
+    created = models.DateTimeField(auto_now_add=True)
+    updated = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.CheckConstraint(condition=models.Q(weight__gte=1), name="queue_weight_min_1"),
+            models.CheckConstraint(condition=~models.Q(name=ROOT_QUEUE_NAME), name="queue_name_not_root"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Node(models.Model):
+    """A worker node: allocatable resources (with `pods`), labels, taints, cordon flag, usage."""
+
+    name = models.CharField(max_length=253, unique=True)
+    allocatable = models.JSONField(default=dict)
+    labels = models.JSONField(default=dict, blank=True)
+    taints = models.JSONField(default=list, blank=True)
+    unschedulable = models.BooleanField(default=False)
+    usage_cpu = models.FloatField(null=True, blank=True)
+    usage_memory = models.FloatField(null=True, blank=True)
+    usage_updated = models.DateTimeField(null=True, blank=True)
+    created = models.DateTimeField(auto_now_add=True)
+    updated = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class PriorityClass(models.Model):
+    """A Kubernetes PriorityClass: a named priority value and preemption policy."""
+
+    name = models.CharField(max_length=253, unique=True)
+    value = models.IntegerField()
+    preemption_policy = models.CharField(max_length=24, choices=PreemptionPolicy.choices,
+                                         default=PreemptionPolicy.PREEMPT_LOWER_PRIORITY)
+    description = models.TextField(blank=True, default="")
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name_plural = "priority classes"
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.value})"
+
+
+class Job(models.Model):
+    """A PodGroup: gang of tasks submitted to a leaf queue, with its current pending reason."""
+
+    namespace = models.CharField(max_length=63)
+    name = models.CharField(max_length=253)
+    queue = models.ForeignKey(Queue, on_delete=models.PROTECT, related_name="jobs")
+    min_member = models.PositiveIntegerField(default=1)
+    min_task_member = models.JSONField(default=dict, blank=True)
+    min_resources = models.JSONField(null=True, blank=True)
+    priority_class = models.ForeignKey(PriorityClass, null=True, blank=True, on_delete=models.PROTECT,
+                                       related_name="jobs")
+    phase = models.CharField(max_length=10, choices=JobPhase.choices, default=JobPhase.PENDING)
+    preemptable = models.BooleanField(default=True)
+    sla_waiting_time = models.FloatField(null=True, blank=True)
+    submitted_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                     on_delete=models.SET_NULL, related_name="submitted_jobs")
+    idempotency_key = models.CharField(max_length=255, null=True, blank=True)
+    created = models.DateTimeField(auto_now_add=True)
+    updated = models.DateTimeField(auto_now=True)
+    finished = models.DateTimeField(null=True, blank=True)
+    reason_code = models.CharField(max_length=32, blank=True, default="")
+    reason_message = models.TextField(blank=True, default="")
+    reason_details = models.JSONField(default=dict, blank=True)
+    reason_since = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["created", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["namespace", "name"], name="job_namespace_name_unique"),
+            models.UniqueConstraint(fields=["submitted_by", "idempotency_key"],
+                                    condition=models.Q(idempotency_key__isnull=False),
+                                    name="job_idempotency_key_unique"),
+        ]
+        indexes = [models.Index(fields=["phase"], name="job_phase_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def uid(self) -> str:
+        """The scheduler key "namespace/name"."""
+        return f"{self.namespace}/{self.name}"
+
+
+class Task(models.Model):
+    """A pod of a job. Its name is unique within the job's namespace (key "namespace/name")."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="tasks")
+    name = models.CharField(max_length=253)
+    role = models.CharField(max_length=63, blank=True, default="")
+    request = models.JSONField(default=dict, blank=True)
+    status = models.CharField(max_length=10, choices=TaskStatus.choices, default=TaskStatus.PENDING)
+    # PROTECT: a node with running tasks must not vanish under them (node_delete refuses).
+    node = models.ForeignKey(Node, null=True, blank=True, on_delete=models.PROTECT, related_name="tasks")
+    priority = models.IntegerField(null=True, blank=True)
+    node_selector = models.JSONField(default=dict, blank=True)
+    tolerations = models.JSONField(default=list, blank=True)
+    affinity = models.JSONField(null=True, blank=True)
+    preemption_policy = models.CharField(max_length=24, choices=PreemptionPolicy.choices,
+                                         default=PreemptionPolicy.PREEMPT_LOWER_PRIORITY)
+    preemptable = models.BooleanField(default=True)
+    labels = models.JSONField(default=dict, blank=True)
+    duration = models.FloatField(null=True, blank=True)
+    started = models.DateTimeField(null=True, blank=True)
+    finished = models.DateTimeField(null=True, blank=True)
+    created = models.DateTimeField(auto_now_add=True)
+    updated = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["job_id", "name"]
+        constraints = [models.UniqueConstraint(fields=["job", "name"], name="task_job_name_unique")]
+        indexes = [models.Index(fields=["status"], name="task_status_idx")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class NamespaceQuota(models.Model):
+    """A namespace's hard resource quota (resourcequota plugin); `used` is computed from tasks."""
+
+    namespace = models.CharField(max_length=63, unique=True)
+    hard = models.JSONField(default=dict)
+
+    class Meta:
+        ordering = ["namespace"]
+
+    def __str__(self) -> str:
+        return self.namespace
+
+
+class SchedulerConfig(models.Model):
+    """One version of the scheduler configuration YAML; exactly one version is active."""
+
+    version = models.PositiveIntegerField(unique=True, editable=False)
+    yaml = models.TextField()
+    active = models.BooleanField(default=False)
+    comment = models.CharField(max_length=500, blank=True, default="")
+    created = models.DateTimeField(auto_now_add=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                   on_delete=models.SET_NULL, related_name="+")
+
+    class Meta:
+        ordering = ["-version"]
+        constraints = [models.UniqueConstraint(fields=["active"], condition=models.Q(active=True),
+                                               name="scheduler_config_one_active")]
+
+    def __str__(self) -> str:
+        return f"v{self.version}{' (active)' if self.active else ''}"

@@ -1,0 +1,191 @@
+"""Django settings, all from the environment (see README "Configuration").
+
+Extension points: append an app to PROJECT_APPS (apps of the project that exist on disk are
+installed automatically, so a new app under schedweb/ only needs its apps.py), and add its URLs
+in schedweb/urls.py.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = BASE_DIR / "var"
+
+
+def env_bool(name: str, default: bool = False) -> bool:
+    """True for 1/true/yes/on (any case), False for anything else; `default` when unset."""
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    return value.strip().lower() in ("1", "true", "yes", "on")
+
+
+def env_list(name: str, default: str = "") -> list[str]:
+    """A comma-separated environment variable as a list without blanks."""
+    return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
+
+
+DEBUG = env_bool("DEBUG")
+# pytest (>= 8.2) sets PYTEST_VERSION; tests get the development key like DEBUG does.
+_TESTING = "PYTEST_VERSION" in os.environ
+
+SECRET_KEY = os.environ.get("SECRET_KEY", "")
+if not SECRET_KEY:
+    if not (DEBUG or _TESTING):
+        raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off (set DEBUG=1 for development).")
+    SECRET_KEY = "django-insecure-development-only-key-do-not-use-in-production"
+
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1]")
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS")
+
+# Scheduler loop period (seconds) and the simulated node agent (runs tasks for their duration).
+SCHEDULE_PERIOD = float(os.environ.get("SCHEDULE_PERIOD", "2"))
+SIMULATED_AGENT = env_bool("SIMULATED_AGENT")
+
+# Apps of this project; the optional ones are installed when their package exists on disk so
+# helpers can land them independently. Order matters only for template lookup.
+PROJECT_APPS = ["schedweb.core"]
+OPTIONAL_PROJECT_APPS = ["schedweb.scheduling", "schedweb.api", "schedweb.dashboard"]
+PROJECT_APPS += [app for app in OPTIONAL_PROJECT_APPS
+                 if importlib.util.find_spec(app) is not None
+                 and importlib.util.find_spec(f"{app}.apps") is not None]
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "django_filters",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "django_htmx",
+    *PROJECT_APPS,
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "schedweb.urls"
+WSGI_APPLICATION = "schedweb.wsgi.application"
+ASGI_APPLICATION = "schedweb.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DEFAULT_DATABASE_URL = f"sqlite:///{VAR_DIR / 'schedweb.sqlite3'}"
+DATABASE_URL = os.environ.get("DATABASE_URL") or DEFAULT_DATABASE_URL
+DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=0 if DEBUG else 60,
+                                              conn_health_checks=True)}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # The web server, the scheduler loop and the agent write concurrently: wait for the lock
+    # (timeout) and take it at BEGIN (IMMEDIATE) so readers never deadlock on lock upgrades.
+    DATABASES["default"]["OPTIONS"] = {"transaction_mode": "IMMEDIATE", "timeout": 20}
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
+    if DATABASE_URL == DEFAULT_DATABASE_URL:
+        VAR_DIR.mkdir(exist_ok=True)  # a fresh clone has no var/ (it is git-ignored)
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+REDIS_URL = os.environ.get("REDIS_URL") or None
+# No REDIS_URL: no broker; the scheduling app then runs its loop in-process (run_scheduler).
+CELERY_BROKER_URL = REDIS_URL
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TIMEZONE = "UTC"
+CACHES = {
+    "default": (
+        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
+        if REDIS_URL else
+        {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "schedweb"}
+    ),
+}
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+LOGIN_URL = "/admin/login/"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "/static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = Path(os.environ.get("STATIC_ROOT") or BASE_DIR / "staticfiles")
+if DEBUG or _TESTING:
+    # runserver/tests serve static files from the finders; no collectstatic output is expected.
+    WHITENOISE_USE_FINDERS = True
+    WHITENOISE_AUTOREFRESH = True  # look files up per request: no scan of a missing STATIC_ROOT
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": ("django.contrib.staticfiles.storage.StaticFilesStorage" if DEBUG or _TESTING
+                    else "whitenoise.storage.CompressedManifestStaticFilesStorage"),
+    },
+}
+
+REST_FRAMEWORK: dict = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["rest_framework.authentication.SessionAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+}
+if "schedweb.api" in PROJECT_APPS:
+    REST_FRAMEWORK.update({
+        "DEFAULT_AUTHENTICATION_CLASSES": ["schedweb.api.authentication.ApiTokenAuthentication",
+                                           "rest_framework.authentication.SessionAuthentication"],
+        "DEFAULT_PAGINATION_CLASS": "schedweb.api.pagination.ApiPagination",
+        "EXCEPTION_HANDLER": "schedweb.api.exceptions.api_exception_handler",
+    })
+SPECTACULAR_SETTINGS = {
+    "TITLE": "schedweb API",
+    "DESCRIPTION": "Queues, nodes, jobs (PodGroups) and the scheduler configuration.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+}

@@ -1,0 +1,84 @@
+"""NodeTable: row order, resource fit with Volcano's tolerance and Zero default, reasons."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from scheduler_core.framework.node_table import NodeTable
+from scheduler_core.model import TaskStatus
+from tests.core.builders import node, res, task
+
+
+def table(*nodes):
+    return NodeTable(nodes)
+
+
+def test_rows_sorted_by_name_and_dims_ordered():
+    t = table(node("b", extra={"x/z": 1}), node("a", gpu=2), node("c"))
+    assert t.names == ["a", "b", "c"]
+    assert t.index == {"a": 0, "b": 1, "c": 2}
+    assert t.dims == ["cpu", "memory", "nvidia.com/gpu", "x/z"]
+    assert t.allocatable[0].tolist() == [4000, 8 * 2**30, 2000, 0]
+    assert t.max_pods.tolist() == [110, 110, 110]
+
+
+@pytest.mark.parametrize("request_,expected", [
+    (res("2"), [True, True, False]),
+    (res("2", "6Gi"), [False, True, False]),
+    (res(cpu="2000.05m"), [True, True, False]),  # within the 0.1 milli-cpu tolerance
+    (res(cpu="2000.2m"), [False, True, False]),
+    (res(cpu=None, memory=None), [True, True, True]),  # empty request fits anywhere
+    (res("1", gpu=1), [False, True, False]),  # a node without the scalar does not fit
+    (res("1", **{"example.com/fpga": 1}), [False, False, False]),  # no node has it
+])
+def test_fit_mask(request_, expected):
+    t = table(node("a", cpu="2", memory="4Gi"), node("b", cpu="4", memory="8Gi", gpu=1),
+              node("c", cpu="1", memory="1Gi"))
+    assert t.fit_mask(request_).tolist() == expected
+    for row, ok in enumerate(expected):
+        assert t.fits_row(request_, row) is ok
+
+
+def test_future_fit_uses_idle_plus_releasing_minus_pipelined():
+    n = node("a", cpu="4")
+    n.add_task(task("r", cpu="3", memory=None, status=TaskStatus.RELEASING, node="a"))
+    n.add_task(task("p", cpu="1", memory=None, status=TaskStatus.PIPELINED, node="a"))
+    t = table(n)
+    assert t.idle[0, 0] == 1000 and t.future[0, 0] == 3000
+    assert t.fit_mask(res("2")).tolist() == [False]
+    assert t.fit_mask(res("2"), future=True).tolist() == [True]
+    assert t.pod_count.tolist() == [2]
+
+
+def test_insufficient_counts_each_node_once_first_dimension():
+    t = table(node("a", cpu="1", memory="1Gi"), node("b", cpu="8", memory="1Gi"),
+              node("c", cpu="8", memory="16Gi"), node("d", cpu="8", memory="16Gi", gpu=1))
+    req = res("2", "2Gi", gpu=1)
+    assert t.insufficient(req) == {"Insufficient cpu": 1, "Insufficient memory": 1,
+                                   "Insufficient nvidia.com/gpu": 1}
+    masks = dict(t.insufficient_masks(req))
+    assert masks["Insufficient cpu"].tolist() == [True, False, False, False]
+    only = np.array([False, True, True, True])
+    assert t.insufficient(req, only) == {"Insufficient memory": 1, "Insufficient nvidia.com/gpu": 1}
+
+
+def test_insufficient_for_scalar_no_node_has():
+    t = table(node("a"), node("b", cpu="1"))
+    assert t.insufficient(res("2", **{"x/fpga": 1})) == {"Insufficient cpu": 1, "Insufficient x/fpga": 1}
+
+
+def test_update_row_mirrors_node():
+    a, b = node("a"), node("b")
+    t = table(a, b)
+    b.add_task(task("x", cpu="1", memory="2Gi", status=TaskStatus.RUNNING, node="b"))
+    t.update_row(b)
+    assert t.idle[1].tolist() == [3000, 6 * 2**30]
+    assert t.used[1].tolist() == [1000, 2 * 2**30]
+    assert t.idle[0].tolist() == [4000, 8 * 2**30]
+    assert t.pod_count.tolist() == [0, 1]
+
+
+def test_unschedulable_flag():
+    t = table(node("a", unschedulable=True), node("b"))
+    assert t.schedulable.tolist() == [False, True]

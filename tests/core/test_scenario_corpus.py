@@ -1,0 +1,60 @@
+"""Behavioural corpus: every scenario in tests/scenarios/ and ../shared/scenarios/ passes --check.
+
+Each file states its expected outcome (worked out by hand in its header comment) in `expect:`.
+Two files go through a real `python -m scheduler_core simulate --check` subprocess; the rest
+run in-process through the same load -> run -> check path.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from scheduler_core.scenario import load_scenario, run_scenario
+from scheduler_core.scenario_check import check_expect
+
+REPO = Path(__file__).resolve().parents[2]
+LOCAL = REPO / "tests" / "scenarios"
+SHARED = Path(__file__).parents[2].parent / "shared" / "scenarios"
+SUBPROCESS = {"scoring-binpack.yaml", "gang-all-or-nothing.yaml"}
+
+
+def corpus() -> list[Path]:
+    files = sorted(LOCAL.glob("*.yaml")) + sorted(LOCAL.glob("*.json"))
+    if SHARED.is_dir():
+        files += sorted(SHARED.glob("*.yaml")) + sorted(SHARED.glob("*.json"))
+    return files
+
+
+FILES = corpus()
+
+
+def test_corpora_exist() -> None:
+    assert SHARED.is_dir(), f"shared scenario directory missing: {SHARED}"
+    assert len(list(SHARED.glob("*.yaml"))) >= 1
+    assert len(list(LOCAL.glob("*.yaml"))) >= 12
+
+
+@pytest.mark.parametrize("path", [p for p in FILES if p.parent == LOCAL], ids=lambda p: p.name)
+def test_local_scenarios_explain_themselves(path: Path) -> None:
+    text = path.read_text()
+    assert text.startswith("# "), "header comment with the hand-computed outcome"
+    assert load_scenario(path).expect is not None
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: f"{p.parent.parent.name}/{p.name}")
+def test_scenario_passes_check(path: Path) -> None:
+    if path.name in SUBPROCESS:
+        proc = subprocess.run([sys.executable, "-m", "scheduler_core", "simulate", str(path), "--check"],
+                              cwd=REPO, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert proc.stdout.startswith(f"{path}: ok (")
+        return
+    scenario = load_scenario(path)
+    assert scenario.expect is not None
+    problems, count = check_expect(scenario.expect, run_scenario(scenario).to_json(), str(path))
+    assert problems == [], "\n".join(problems)
+    assert count > 0

@@ -1,0 +1,199 @@
+"""Job endpoints: submit with tasks, validation, idempotency, list filters/ordering, detail, cancel."""
+
+from __future__ import annotations
+
+import pytest
+
+from schedweb.core import services
+from schedweb.core.models import Job, Task
+
+from .conftest import job_body, make_job, make_queue
+
+GI = 2**30
+
+
+@pytest.fixture
+def setup(make_user, client_for):
+    user = make_user("sub")
+    team = make_queue("team", submitter_users=[user])
+    leaf = make_queue("leaf", team)
+    return client_for(user), user, team, leaf
+
+
+def test_submit_creates_job_with_all_tasks(setup):
+    client, user, _, _ = setup
+    response = client.post("/api/v1/jobs/", job_body("leaf", tasks=3, min_task_member={"": 3}), format="json")
+    assert response.status_code == 201, response.content
+    body = response.json()
+    assert (body["uid"], body["queue"], body["phase"], body["min_member"], body["submitted_by"]) == (
+        "ns1/job1", "leaf", "Pending", 3, "sub")
+    assert [(t["name"], t["status"], t["request"]) for t in body["tasks"]] == [
+        (f"job1-{i}", "Pending", {"cpu": 1, "memory": GI}) for i in range(3)]
+    assert Task.objects.filter(job__name="job1").count() == 3
+
+
+@pytest.mark.parametrize(("change", "field"), [
+    ({"queue": "ghost"}, "queue"),
+    ({"queue": "team"}, "queue"),                      # not a leaf
+    ({"min_member": 5}, "min_member"),                 # above the task count
+    ({"namespace": "Bad_NS"}, "namespace"),
+    ({"priority_class": "nope"}, "priority_class"),
+    ({"tasks": []}, "tasks"),
+    ({"tasks": [{"name": "t", "request": {"cpu": "12x"}}]}, "tasks[0].request"),
+    ({"tasks": [{"name": "t"}, {"name": "t"}]}, "tasks"),
+    ({"tasks": [{"name": "t", "gpu": 1}]}, "tasks[0].gpu"),
+    ({"min_task_member": {"worker": 2}}, "min_task_member"),
+    ({"extra": True}, "extra"),
+])
+def test_submit_rejects_bad_input_naming_the_field(setup, change, field):
+    client = setup[0]
+    body = {**job_body("leaf", tasks=1), "min_member": 1, **change}
+    response = client.post("/api/v1/jobs/", body, format="json")
+    assert response.status_code == 400, response.content
+    assert field in response.json()["error"]["fields"], response.json()
+
+
+def test_closed_queue_rejects_jobs(setup):
+    client, _, team, leaf = setup
+    services.queue_set_state(queue=leaf, state="Closed")
+    response = client.post("/api/v1/jobs/", job_body("leaf"), format="json")
+    assert response.status_code == 400
+    fields = response.json()["error"]["fields"]
+    assert fields == {"queue": ["Queue 'leaf' is Closed; it accepts no new jobs."]}
+
+
+def test_cancelling_a_completed_job_is_400(setup):
+    client, user, _, leaf = setup
+    job = make_job(leaf, "done", user=user)
+    Job.objects.filter(pk=job.pk).update(phase="Completed")
+    response = client.post(f"/api/v1/jobs/{job.id}/cancel/")
+    assert response.status_code == 400 and "phase" in response.json()["error"]["fields"]
+
+
+def test_duplicate_job_name_is_400(setup):
+    client = setup[0]
+    assert client.post("/api/v1/jobs/", job_body("leaf"), format="json").status_code == 201
+    response = client.post("/api/v1/jobs/", job_body("leaf"), format="json")
+    assert response.status_code == 400 and "name" in response.json()["error"]["fields"]
+
+
+def test_idempotency_key_returns_the_first_job(setup):
+    client = setup[0]
+    first = client.post("/api/v1/jobs/", job_body("leaf"), format="json", HTTP_IDEMPOTENCY_KEY="k-1")
+    again = client.post("/api/v1/jobs/", job_body("leaf"), format="json", HTTP_IDEMPOTENCY_KEY="k-1")
+    assert first.status_code == again.status_code == 201
+    assert again["Idempotent-Replayed"] == "true"
+    assert again.json()["id"] == first.json()["id"]
+    assert Job.objects.count() == 1
+    reused = client.post("/api/v1/jobs/", job_body("leaf", "job2"), format="json", HTTP_IDEMPOTENCY_KEY="k-1")
+    assert reused.status_code == 400 and "Idempotency-Key" in reused.json()["error"]["fields"]
+
+
+def test_idempotency_race_returns_the_winner(setup, monkeypatch):
+    """A concurrent retry that passed the lookup hits the unique constraint and returns the winner."""
+    client, user, _, leaf = setup
+    from schedweb.api import commands
+
+    winner = make_job(leaf, "job1", user=user, idempotency_key="k-2")
+    real = commands._idempotent_job
+    calls = []
+
+    def miss_first(*args, **kwargs):
+        calls.append(1)
+        return None if len(calls) == 1 else real(*args, **kwargs)
+
+    monkeypatch.setattr(commands, "_idempotent_job", miss_first)
+    response = client.post("/api/v1/jobs/", job_body("leaf"), format="json", HTTP_IDEMPOTENCY_KEY="k-2")
+    assert response.status_code == 201 and response.json()["id"] == winner.id
+    assert Job.objects.count() == 1
+
+
+def test_idempotency_unique_constraint_race(setup, monkeypatch):
+    """Both retries passed every check; the loser's INSERT violates a unique constraint."""
+    client, user, _, leaf = setup
+    from django.db import IntegrityError
+
+    from schedweb.api import commands
+
+    winner = make_job(leaf, "job1", user=user, idempotency_key="k-3")
+    real = commands._idempotent_job
+    calls = []
+
+    def miss_first(*args, **kwargs):
+        calls.append(1)
+        return None if len(calls) == 1 else real(*args, **kwargs)
+
+    def insert_loses(**kwargs):
+        raise IntegrityError("duplicate key value violates unique constraint")
+
+    monkeypatch.setattr(commands, "_idempotent_job", miss_first)
+    monkeypatch.setattr(commands.services, "job_submit", insert_loses)
+    response = client.post("/api/v1/jobs/", job_body("leaf"), format="json", HTTP_IDEMPOTENCY_KEY="k-3")
+    assert response.status_code == 201 and response.json()["id"] == winner.id
+    calls.clear()
+    response = client.post("/api/v1/jobs/", job_body("leaf", "job9"), format="json")
+    assert response.status_code == 400
+    assert response.json()["error"]["fields"] == {"name": ["Job ns1/job9 already exists."]}
+
+
+def test_list_filters_search_and_ordering(setup):
+    client, user, team, leaf = setup
+    other = make_queue("other", team)
+    make_job(leaf, "alpha", namespace="ns1")
+    beta = make_job(leaf, "beta", namespace="ns2")
+    make_job(other, "gamma", namespace="ns1")
+    Job.objects.filter(pk=beta.pk).update(phase="Running", reason_code="NodeFit")
+
+    def names(query: str) -> list[str]:
+        response = client.get(f"/api/v1/jobs/{query}")
+        assert response.status_code == 200, response.content
+        return [j["name"] for j in response.json()["results"]]
+
+    assert names("?ordering=name") == ["alpha", "beta", "gamma"]
+    assert names("?ordering=-name") == ["gamma", "beta", "alpha"]
+    assert names("?queue=leaf&ordering=name") == ["alpha", "beta"]
+    assert names("?namespace=ns1&ordering=name") == ["alpha", "gamma"]
+    assert names("?phase=Running") == ["beta"]
+    assert names("?phase=Pending&phase=Running&ordering=name") == ["alpha", "beta", "gamma"]
+    assert names("?reason_code=NodeFit") == ["beta"]
+    assert names("?search=amm") == ["gamma"]
+    page = client.get("/api/v1/jobs/?ordering=name&limit=1&offset=1").json()
+    assert page["count"] == 3 and [j["name"] for j in page["results"]] == ["beta"]
+    assert client.get("/api/v1/jobs/?phase=Nope").status_code == 400
+
+
+@pytest.mark.parametrize(("query", "limit"), [("", 50), ("?limit=5", 5), ("?limit=100000", 1000)])
+def test_page_size_defaults_and_is_capped(query, limit):
+    from rest_framework.request import Request
+    from rest_framework.test import APIRequestFactory
+
+    from schedweb.api.pagination import ApiPagination
+
+    request = Request(APIRequestFactory().get(f"/api/v1/jobs/{query}"))
+    assert ApiPagination().get_limit(request) == limit
+
+
+def test_detail_shows_tasks_and_reason(setup):
+    client, user, _, leaf = setup
+    job = make_job(leaf, "j", tasks=1)
+    Job.objects.filter(pk=job.pk).update(reason_code="QueueOverCapability", reason_message="queue full",
+                                         reason_details={"queue": "leaf"})
+    body = client.get(f"/api/v1/jobs/{job.id}/").json()
+    assert body["reason"]["code"] == "QueueOverCapability" and body["reason"]["message"] == "queue full"
+    assert body["reason_details"] == {"queue": "leaf"}
+    assert [t["uid"] for t in body["tasks"]] == ["ns1/j-0"]
+
+
+@pytest.mark.parametrize("method", ["delete", "post"])
+def test_cancel_releases_tasks(setup, method):
+    client, user, _, leaf = setup
+    job = make_job(leaf, "j", tasks=2, user=user)
+    if method == "delete":
+        assert client.delete(f"/api/v1/jobs/{job.id}/").status_code == 204
+    else:
+        response = client.post(f"/api/v1/jobs/{job.id}/cancel/")
+        assert response.status_code == 200 and response.json()["phase"] == "Cancelled"
+    job.refresh_from_db()
+    assert job.phase == "Cancelled"
+    assert set(Task.objects.filter(job=job).values_list("status", flat=True)) <= {"Releasing", "Failed",
+                                                                                   "Succeeded"}
