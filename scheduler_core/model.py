@@ -183,7 +183,12 @@ class JobInfo:
     def count(self, *statuses: TaskStatus) -> int:
         """Number of tasks in any of the given statuses."""
         idx = self.task_status_index
-        return sum(len(idx.get(s, ())) for s in statuses)
+        n = 0
+        for s in statuses:
+            bucket = idx.get(s)
+            if bucket:
+                n += len(bucket)
+        return n
 
     def tasks_in(self, *statuses: TaskStatus) -> list[TaskInfo]:
         """Tasks in any of the given statuses (index order)."""

@@ -20,7 +20,8 @@ if not os.environ.get("ALLOWED_HOSTS"):
 
 DEBUG = False
 # Container healthchecks probe http://127.0.0.1:8000/healthz from inside the container.
-ALLOWED_HOSTS = list(dict.fromkeys(env_list("ALLOWED_HOSTS") + env_list("PROBE_HOSTS", "127.0.0.1,localhost")))
+ALLOWED_HOSTS = list(dict.fromkeys(env_list("ALLOWED_HOSTS")
+                                   + env_list("PROBE_HOSTS", "127.0.0.1,localhost")))
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", True)
 # /healthz is probed over plain HTTP inside the compose network.

@@ -59,13 +59,20 @@ class NodeTable:
         whole-table work. Never call update_row on a view.
         """
         v = NodeTable.__new__(NodeTable)
-        v.nodes = [self.nodes[i] for i in rows]
+        if len(rows) == 1:
+            r = int(rows[0])
+            sel: slice | np.ndarray = slice(r, r + 1)  # a slice is a view: no copies
+            v.nodes = [self.nodes[r]]
+        else:
+            sel = rows
+            v.nodes = [self.nodes[i] for i in rows]
         v.names = [n.name for n in v.nodes]
         v.index = {name: i for i, name in enumerate(v.names)}
         v.dims, v.dim_index, v._req_cache = self.dims, self.dim_index, self._req_cache
-        for attr in ("allocatable", "idle", "used", "releasing", "pipelined", "future"):
-            setattr(v, attr, np.asfortranarray(getattr(self, attr)[rows]))
-        v.pod_count, v.max_pods, v.schedulable = self.pod_count[rows], self.max_pods[rows], self.schedulable[rows]
+        v.allocatable, v.idle, v.used = self.allocatable[sel], self.idle[sel], self.used[sel]
+        v.releasing, v.pipelined, v.future = self.releasing[sel], self.pipelined[sel], self.future[sel]
+        v.pod_count, v.max_pods = self.pod_count[sel], self.max_pods[sel]
+        v.schedulable = self.schedulable[sel]
         return v
 
     # -- rows ------------------------------------------------------------------------------

@@ -54,6 +54,34 @@ class BinpackPlugin(Plugin):
     def __init__(self, arguments: dict | None = None) -> None:
         super().__init__(arguments)
         self.weight, self.resource_weights = parse_weights(self.arguments)
+        self._plans: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray, int]] = {}
+
+    def _plan(self, task: TaskInfo, table: NodeTable) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+        """(columns, requests, weights, weight sum) of the scored resources, cached per request."""
+        r = task.resreq
+        key = (r.milli_cpu, r.memory, tuple(sorted(r.scalars.items())))
+        hit = self._plans.get(key)
+        if hit is not None:
+            return hit
+        cols: list[int] = []
+        reqs: list[float] = []
+        weights: list[int] = []
+        weight_sum = 0
+        for name in task.resreq.resource_names():
+            request = task.resreq.get(name)
+            w = self.resource_weights.get(name)
+            if request == 0 or w is None:
+                continue
+            weight_sum += w
+            j = table.dim_index.get(name)
+            # No node has the resource (allocatable 0) or weight 0: it scores 0 without error.
+            if j is not None and w != 0:
+                cols.append(j)
+                reqs.append(request)
+                weights.append(w)
+        hit = (np.array(cols, dtype=np.intp), np.array(reqs), np.array(weights, dtype=float), weight_sum)
+        self._plans[key] = hit
+        return hit
 
     def score(self, task: TaskInfo, table: NodeTable, mask: np.ndarray) -> np.ndarray:
         """Volcano's BinPackingScore for every row in `mask` (others 0)."""
@@ -61,32 +89,19 @@ class BinpackPlugin(Plugin):
         idx = np.flatnonzero(mask)
         if not len(idx) or self.weight == 0:
             return out
-        total = np.zeros(len(idx))
-        weight_sum = 0
-        overflow = np.zeros(len(idx), dtype=bool)
-        for name in task.resreq.resource_names():
-            request = task.resreq.get(name)
-            w = self.resource_weights.get(name)
-            if request == 0 or w is None:
-                continue
-            j = table.dim_index.get(name)
-            if j is None or w == 0:
-                # Allocatable 0 (no node has it) or weight 0: Volcano scores 0 without error.
-                weight_sum += w
-                continue
-            alloc = table.allocatable[idx, j]
-            final = table.used[idx, j] + request
-            with np.errstate(divide="ignore", invalid="ignore"):
-                s = np.where(alloc == 0, 0.0, final * w / alloc)
-            overflow |= (alloc != 0) & (final > alloc)
-            total += s
-            weight_sum += w
-        if weight_sum > 0:
-            total /= weight_sum
-        total *= MAX_NODE_SCORE * self.weight
-        out[idx] = np.where(overflow, 0.0, total)
+        cols, reqs, weights, weight_sum = self._plan(task, table)
+        if not len(cols):
+            return out
+        alloc = table.allocatable[np.ix_(idx, cols)]
+        final = table.used[np.ix_(idx, cols)] + reqs
+        pos = alloc > 0
+        s = np.divide(final * weights, alloc, out=np.zeros_like(final), where=pos)
+        total = s.sum(axis=1) * (MAX_NODE_SCORE * self.weight / weight_sum)
+        total[(pos & (final > alloc)).any(axis=1)] = 0.0
+        out[idx] = total
         return out
 
     def on_session_open(self, ssn: Session) -> None:
         """Register the node order score."""
+        self._plans.clear()
         ssn.add_node_order_fn(self.name, self.score)

@@ -26,6 +26,7 @@ from scheduler_core.plugins.queue_attr import (
     ReasonMemo,
     chain_entry,
     figures,
+    over_dimensions,
     quantities,
     quota_message,
     update_share,
@@ -57,6 +58,7 @@ class CapacityPlugin(Plugin):
         self.tree = CapacityTree()
         self.queue_opts: dict[str, QueueAttr] = {}
         self._opened: dict[str, Resource] = {}
+        self._chains: dict[str, list[QueueAttr]] = {}
 
     @property
     def hierarchy(self) -> bool:
@@ -69,6 +71,7 @@ class CapacityPlugin(Plugin):
         hierarchy = bool(opt is not None and opt.enabled("enableHierarchy"))
         self.tree = build_hierarchy(ssn) if hierarchy else build_flat(ssn)
         self.queue_opts = self.tree.attrs
+        self._chains = {}
         self._opened = {n: a.deserved.clone() for n, a in self.queue_opts.items()}
         for w in self.tree.warnings:
             ssn.result.warn(w)
@@ -144,8 +147,12 @@ class CapacityPlugin(Plugin):
 
     # -- quota checks ---------------------------------------------------------------------------
     def _chain(self, name: str) -> list[QueueAttr]:
-        attr = self.queue_opts[name]
-        return [*(self.queue_opts[a] for a in attr.ancestors), attr]
+        """root .. queue attrs (cached: the tree does not change within a session)."""
+        chain = self._chains.get(name)
+        if chain is None:
+            attr = self.queue_opts[name]
+            chain = self._chains[name] = [*(self.queue_opts[a] for a in attr.ancestors), attr]
+        return chain
 
     def _details(self, chain: list[QueueAttr], failed: QueueAttr, with_inqueue: bool) -> dict[str, Any]:
         entries = []
@@ -167,9 +174,8 @@ class CapacityPlugin(Plugin):
             return True
         chain = self._chain(queue.name)
         for attr in reversed(chain):
-            future = attr.allocated.clone().add(task.resreq)
-            ok, names = future.less_equal_with_dimension_and_resources_name(attr.real_capability, task.resreq)
-            if not ok:
+            names = over_dimensions(attr.allocated, task.resreq, attr.real_capability)
+            if names:
                 if not self.memo.has(task.job_uid, "QueueOverCapability"):
                     left = attr.real_capability.clone().sub_without_assert(attr.allocated)
                     self.memo.record(task.job_uid, "QueueOverCapability",
@@ -292,8 +298,7 @@ class CapacityPlugin(Plugin):
         if attr is None:
             return True
         for a in (attr, *(state[n] for n in reversed(attr.ancestors))):
-            future = a.allocated.clone().add(task.resreq)
-            if not future.less_equal_with_dimension(a.real_capability, task.resreq):
+            if over_dimensions(a.allocated, task.resreq, a.real_capability):
                 return False
         return True
 

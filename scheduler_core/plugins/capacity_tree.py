@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from scheduler_core.model import QueueInfo
 from scheduler_core.plugins.queue_attr import (
     QueueAttr,
     add_contribution,
@@ -30,7 +31,6 @@ from scheduler_core.resources import Infinity, Resource, Zero, exceeded_part, ma
 
 if TYPE_CHECKING:
     from scheduler_core.framework.session import Session
-    from scheduler_core.model import QueueInfo
 
 ROOT = "root"
 
@@ -149,8 +149,6 @@ def build_hierarchy(ssn: Session) -> CapacityTree:
     tree = CapacityTree(hierarchy=True)
     queues = dict(ssn.queues)
     if ROOT not in queues:
-        from scheduler_core.model import QueueInfo
-
         queues[ROOT] = QueueInfo(name=ROOT)
     for name in sorted(queues):
         attr = tree.attrs[name] = _new_attr(queues[name])
@@ -208,10 +206,16 @@ def _inherit(child: Resource, parent: Resource) -> list[str]:
     return names
 
 
-def _above(child: Resource, parent: Resource) -> str:
-    """ "cpu 80 > 70" for the dimensions where child exceeds parent (beyond tolerance)."""
+def _above(child: Resource, parent: Resource, set_only: bool = False) -> str:
+    """ "cpu 80 > 70" for the dimensions where child exceeds parent (beyond tolerance).
+
+    `set_only` skips dimensions the parent leaves unset (0): a parent without a guarantee or a
+    deserved makes no promise its children could break.
+    """
     ok, names = child.less_equal_with_resources_name(parent, Zero)
-    if ok:
+    if set_only:
+        names = [n for n in names if parent.get(n) > 0]
+    if not names:
         return ""
     return ", ".join(f"{n} {format_dim(n, child.get(n))} > {format_dim(n, parent.get(n))}" for n in names)
 
@@ -237,7 +241,7 @@ def _check_down(tree: CapacityTree, root: QueueAttr) -> None:
             attr.guarantee = total_guarantee.clone()
         for what, mine, theirs in (("deserved", attr.deserved, total_deserved),
                                    ("guarantee", attr.guarantee, total_guarantee)):
-            above = _above(theirs, mine)
+            above = _above(theirs, mine, set_only=True)
             if above:
                 tree.warnings.append(f"queue {attr.name}: children's {what} sum above its own ({above})")
         contestable = exceeded_part(attr.real_capability, total_guarantee)
@@ -245,7 +249,7 @@ def _check_down(tree: CapacityTree, root: QueueAttr) -> None:
             real = contestable.clone().add(kid.guarantee)
             real.min_dimension_resource(kid.capability, Infinity)
             kid.real_capability = real
-            stack.append(kid)
+        stack.extend(reversed(kids))  # children in name order
     for attr in tree.attrs.values():
         # A capability dimension nobody set (cpu/memory of a broken queue) means unlimited.
         if attr.capability is not None and attr.name in tree.broken:

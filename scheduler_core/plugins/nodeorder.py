@@ -48,36 +48,37 @@ def _requested(task: TaskInfo, table: NodeTable, idx: np.ndarray) -> tuple[np.nd
     return req, table.allocatable[idx, :2]
 
 
-def _average(scores: np.ndarray, alloc: np.ndarray) -> np.ndarray:
+def _average(scores: np.ndarray, pos: np.ndarray) -> np.ndarray:
     # Kube skips dimensions with zero allocatable and divides the integer sum by the weight sum.
-    counted = alloc > 0
-    total = np.where(counted, scores, 0).sum(axis=1)
-    n = counted.sum(axis=1)
-    return np.where(n > 0, np.floor_divide(total, np.maximum(n, 1)), 0)
+    n = pos.sum(axis=1)
+    total = (scores * pos).sum(axis=1)
+    return np.floor_divide(total, np.maximum(n, 1))
+
+
+def _div(num: np.ndarray, den: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    return np.divide(num, den, out=np.zeros_like(num), where=pos)
 
 
 def least_requested(req: np.ndarray, alloc: np.ndarray) -> np.ndarray:
     """kube LeastAllocated score per row (cpu and memory weight 1)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        s = np.floor((alloc - req) * MAX_NODE_SCORE / alloc)
-    s = np.where((alloc == 0) | (req > alloc), 0, s)
-    return _average(s, alloc)
+    pos = alloc > 0
+    s = np.floor(_div((alloc - req) * MAX_NODE_SCORE, alloc, pos))
+    s[req > alloc] = 0
+    return _average(s, pos)
 
 
 def most_requested(req: np.ndarray, alloc: np.ndarray) -> np.ndarray:
     """kube MostAllocated score per row (requests above allocatable count as allocatable)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        s = np.floor(np.minimum(req, alloc) * MAX_NODE_SCORE / alloc)
-    s = np.where(alloc == 0, 0, s)
-    return _average(s, alloc)
+    pos = alloc > 0
+    return _average(np.floor(_div(np.minimum(req, alloc) * MAX_NODE_SCORE, alloc, pos)), pos)
 
 
 def balanced_resource(req: np.ndarray, alloc: np.ndarray) -> np.ndarray:
     """kube BalancedAllocation: (1 - std of the fractions) * 100, truncated."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        frac = np.minimum(req / alloc, 1.0)
-    both = (alloc > 0).all(axis=1)
-    std = np.where(both, np.abs(frac[:, 0] - frac[:, 1]) / 2, 0.0)
+    pos = alloc > 0
+    frac = np.minimum(_div(req, alloc, pos), 1.0)
+    std = np.abs(frac[:, 0] - frac[:, 1]) / 2
+    std[~pos.all(axis=1)] = 0.0
     return np.trunc((1 - std) * MAX_NODE_SCORE)
 
 

@@ -8,7 +8,11 @@ Checked in this order (a node is blamed on the first that fails it):
 3. NoSchedule / NoExecute taints not tolerated -> "node(s) had untolerated taint {key: value}",
    grouped by each node's first untolerated taint (switch `predicate.TaintTolerationEnable`);
 4. pod count -> "Too many pods" (a node whose allocatable has no `pods` has no limit);
-5. `predicate.ProportionalEnable`: for each resource in `predicate.resources`, a task that does
+5. required inter-pod affinity (switch `predicate.PodAffinityEnable`, kube's InterPodAffinity
+   filter over the tasks on the nodes, session placements included): "node(s) didn't satisfy
+   existing pods anti-affinity rules", "node(s) didn't match pod affinity rules",
+   "node(s) didn't match pod anti-affinity rules";
+6. `predicate.ProportionalEnable`: for each resource in `predicate.resources`, a task that does
    not request it must leave `rate * idle` of cpu (`.cpu`, cores per unit) and memory (`.memory`,
    GB per unit) on the node -> "proportional of resource <name> check failed".
 Steps 1-3 depend only on the task's sched_key and static node data: cached per key.
@@ -20,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from scheduler_core.framework.interface import Plugin
+from scheduler_core.framework.interface import Event, EventHandler, Plugin
 from scheduler_core.framework.registry import register_plugin
 
 if TYPE_CHECKING:
@@ -31,6 +35,9 @@ if TYPE_CHECKING:
 UNSCHEDULABLE = "node(s) were unschedulable"
 AFFINITY_MISMATCH = "node(s) didn't match Pod's node affinity/selector"
 TOO_MANY_PODS = "Too many pods"
+EXISTING_ANTI_AFFINITY = "node(s) didn't satisfy existing pods anti-affinity rules"
+POD_AFFINITY = "node(s) didn't match pod affinity rules"
+POD_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
 FILTERED_EFFECTS = ("NoSchedule", "NoExecute")
 
 Masks = list[tuple[str, np.ndarray]]
@@ -69,6 +76,37 @@ def tolerates(toleration: dict, taint: dict) -> bool:
 def taint_reason(taint: dict) -> str:
     """Kubernetes' wording for an untolerated taint."""
     return f"node(s) had untolerated taint {{{taint.get('key', '')}: {taint.get('value', '') or ''}}}"
+
+
+def selector_matches(selector: dict | None, labels: dict[str, str]) -> bool:
+    """Kubernetes LabelSelector on pod labels (None matches nothing, {} matches everything)."""
+    if selector is None:
+        return False
+    for k, v in (selector.get("matchLabels") or {}).items():
+        if labels.get(k) != str(v):
+            return False
+    for e in selector.get("matchExpressions") or []:
+        key, op, values = e.get("key", ""), e.get("operator", ""), [str(v) for v in e.get("values") or []]
+        has = key in labels
+        if op == "In" and not (has and labels[key] in values):
+            return False
+        if op == "NotIn" and has and labels[key] in values:
+            return False
+        if (op == "Exists" and not has) or (op == "DoesNotExist" and has):
+            return False
+    return True
+
+
+def pod_terms(task: TaskInfo, kind: str) -> list[dict]:
+    """Required terms of `podAffinity` or `podAntiAffinity` of a task."""
+    return list(((task.affinity or {}).get(kind) or {}).get("requiredDuringSchedulingIgnoredDuringExecution")
+                or [])
+
+
+def term_matches(term: dict, owner: TaskInfo, pod: TaskInfo) -> bool:
+    """A pod (anti-)affinity term of `owner` selects `pod` (namespaces default to owner's)."""
+    namespaces = term.get("namespaces") or [owner.namespace]
+    return pod.namespace in namespaces and selector_matches(term.get("labelSelector"), pod.labels)
 
 
 class NodeStatic:
@@ -130,6 +168,14 @@ class NodeStatic:
                 continue
             out[i] = x > b if greater else x < b
         return out
+
+    def domain(self, key: str, rows: list[int]) -> np.ndarray:
+        """Rows sharing label `key`'s value with any of `rows` (rows without the label: none)."""
+        vals = self.values(key)
+        wanted = {vals[r] for r in rows if vals[r] is not None}
+        if not wanted:
+            return np.zeros(self.n, dtype=bool)
+        return np.isin(vals, list(wanted)) & self.present(key)
 
     # -- selectors ---------------------------------------------------------------------------
     def requirement(self, expr: dict, fields: bool = False) -> np.ndarray:
@@ -207,6 +253,9 @@ class PredicatesPlugin(Plugin):
         a = self.arguments
         self.affinity_on = arg_bool(a, "predicate.NodeAffinityEnable", True)
         self.taints_on = arg_bool(a, "predicate.TaintTolerationEnable", True)
+        self.pod_affinity_on = arg_bool(a, "predicate.PodAffinityEnable", True)
+        # Tasks on nodes that carry required pod anti-affinity (checked against every newcomer).
+        self.anti_holders: dict[str, TaskInfo] = {}
         self.proportional: dict[str, tuple[float, float]] = {}
         if arg_bool(a, "predicate.ProportionalEnable", False):
             for name in str(a.get("predicate.resources", "") or "").split(","):
@@ -267,11 +316,61 @@ class PredicatesPlugin(Plugin):
                 failed |= bad
         return out
 
+    def pod_affinity_failures(self, task: TaskInfo, table: NodeTable, static: NodeStatic) -> Masks:
+        """kube's InterPodAffinity filter: existing anti-affinity, then the task's own terms."""
+        out: Masks = []
+        bad = np.zeros(len(table), dtype=bool)
+        for holder in list(self.anti_holders.values()):
+            row = table.index.get(holder.node_name) if holder.node_name else None
+            if row is None or holder.uid not in table.nodes[row].tasks:
+                continue  # moved off its node (discarded) since it was recorded
+            for term in pod_terms(holder, "podAntiAffinity"):
+                if term_matches(term, holder, task):
+                    bad |= static.domain(term.get("topologyKey", ""), [row])
+        if bad.any():
+            out.append((EXISTING_ANTI_AFFINITY, bad))
+        affinity, anti = pod_terms(task, "podAffinity"), pod_terms(task, "podAntiAffinity")
+        if not affinity and not anti:
+            return out
+        # The task itself is not excluded: actions ask with one representative of a class of
+        # identical tasks, which may already sit on a node for its siblings.
+        pods = [(i, t) for i, n in enumerate(table.nodes) for t in n.tasks.values()]
+        if affinity:
+            fail = np.zeros(len(table), dtype=bool)
+            for term in affinity:
+                rows = [i for i, t in pods if term_matches(term, task, t)]
+                key = term.get("topologyKey", "")
+                if rows:
+                    fail |= ~static.domain(key, rows)
+                elif not term_matches(term, task, task):
+                    fail[:] = True
+                else:
+                    # First pod of a self-affine group: any node with the topology key will do.
+                    fail |= ~static.present(key)
+            if fail.any():
+                out.append((POD_AFFINITY, fail))
+        fail = np.zeros(len(table), dtype=bool)
+        for term in anti:
+            rows = [i for i, t in pods if term_matches(term, task, t)]
+            if rows:
+                fail |= static.domain(term.get("topologyKey", ""), rows)
+        if fail.any():
+            out.append((POD_ANTI_AFFINITY, fail))
+        return out
+
     def on_session_open(self, ssn: Session) -> None:
         """Build the static node view and register the predicate."""
         self.static = NodeStatic(ssn.node_table)
         self._cache.clear()
         self._taint_cache.clear()
+        self.anti_holders = {t.uid: t for n in ssn.node_table.nodes for t in n.tasks.values()
+                             if pod_terms(t, "podAntiAffinity")}
+
+        def on_allocate(ev: Event) -> None:
+            if pod_terms(ev.task, "podAntiAffinity"):
+                self.anti_holders[ev.task.uid] = ev.task
+
+        ssn.add_event_handler(EventHandler(allocate_func=on_allocate))
 
         def predicate(task: TaskInfo, table: NodeTable) -> Masks:
             static = self.static
@@ -282,6 +381,8 @@ class PredicatesPlugin(Plugin):
             too_many = limited & (table.pod_count >= table.max_pods)
             if too_many.any():
                 out.append((TOO_MANY_PODS, too_many))
+            if self.pod_affinity_on:
+                out.extend(self.pod_affinity_failures(task, table, static))
             if self.proportional:
                 out.extend(self.proportional_failures(task, table))
             return out
@@ -294,3 +395,4 @@ class PredicatesPlugin(Plugin):
         self.static = None
         self._cache.clear()
         self._taint_cache.clear()
+        self.anti_holders.clear()

@@ -30,6 +30,7 @@ from scheduler_core.plugins.queue_attr import (
     effective_capability,
     figures,
     job_contribution,
+    over_dimensions,
     quantities,
     quota_message,
     update_share,
@@ -145,8 +146,8 @@ class ProportionPlugin(Plugin):
         return attr is not None and attr.deserved.less_equal(attr.allocated, Zero)
 
     def _fits_deserved(self, attr: QueueAttr, task: TaskInfo) -> tuple[bool, list[str]]:
-        future = attr.allocated.clone().add(task.resreq)
-        return future.less_equal_with_dimension_and_resources_name(attr.deserved, task.resreq)
+        names = over_dimensions(attr.allocated, task.resreq, attr.deserved)
+        return not names, names
 
     def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
         """Queue Open and allocated + request <= deserved on the requested dimensions."""

@@ -68,6 +68,8 @@ def vector_quantities(vec: np.ndarray, dims: list[str]) -> dict[str, float]:
         v = float(vec[k])
         if np.isinf(v):
             continue
+        if abs(v) < MIN_RESOURCE:
+            v = 0.0  # float noise of the round arithmetic
         out[name] = v if name == "memory" else v / 1000
     return out
 
@@ -124,7 +126,7 @@ def compute_deserved(attrs: list[QueueAttr], total: Resource, explain: bool = Tr
         run.explanations = {a.name: [] for a in attrs}
         run.explained_rounds = {a.name: 0 for a in attrs}
     while run.rounds < max_rounds:
-        active = ~met & (weight > 0)
+        active = ~met
         total_weight = float(weight[active].sum())
         if total_weight <= 0:
             break
@@ -160,6 +162,16 @@ def compute_deserved(attrs: list[QueueAttr], total: Resource, explain: bool = Tr
     return run
 
 
+def _primary_dim(attr: QueueAttr, dims: list[str], clamps: dict[str, str]) -> str:
+    """The dimension a round's one-word clamp speaks for: the first one the queue requests in
+    the order cpu, scalars (GPUs...), memory; for a queue that requests nothing, the first clamped."""
+    order = [dims[0], *dims[2:], dims[1]]
+    for dim in order:
+        if attr.request.get(dim) >= MIN_RESOURCE:
+            return dim
+    return next((d for d in order if d in clamps), dims[0])
+
+
 def _explain_round(run: DeservedRun, attrs: list[QueueAttr], idx: np.ndarray, remaining: np.ndarray,
                    total_weight: float, new: np.ndarray, met: np.ndarray,
                    masks: tuple[np.ndarray, np.ndarray, np.ndarray], scaled: bool) -> None:
@@ -183,11 +195,7 @@ def _explain_round(run: DeservedRun, attrs: list[QueueAttr], idx: np.ndarray, re
                 clamps[dim] = CLAMP_REQUEST
             elif by_cap[row, k]:
                 clamps[dim] = CLAMP_CAPABILITY
-        summary = CLAMP_NONE
-        for label in (CLAMP_GUARANTEE, CLAMP_REQUEST, CLAMP_CAPABILITY):
-            if label in clamps.values():
-                summary = label
-                break
+        summary = clamps.get(_primary_dim(attrs[i], dims, clamps), CLAMP_NONE)
         rounds.append({"round": run.rounds, "remaining": rem_q, "total_weight": total_weight,
                        "weight": attrs[i].weight, "deserved": vector_quantities(new[row], dims),
                        "clamp": summary, "clamps": clamps, "met": bool(met[row]), "scaled_down": scaled})

@@ -125,6 +125,31 @@ def update_share(attr: QueueAttr, best_effort_is_one: bool = False) -> None:
     attr.share = 1.0 if best_effort_is_one and not counted else res
 
 
+def over_dimensions(used: Resource, req: Resource, limit: Resource) -> list[str]:
+    """Dimensions `req` asks for (> 0) where used + req exceeds limit beyond MIN_RESOURCE.
+
+    Same answer as `(used + req).less_equal_with_dimension_and_resources_name(limit, req)`
+    without building the sum: allocatable runs once per task and level.
+    """
+    out: list[str] = []
+    if req.milli_cpu > 0:
+        x, lim = used.milli_cpu + req.milli_cpu, limit.milli_cpu
+        if not (x < lim or abs(x - lim) < MIN_RESOURCE):
+            out.append("cpu")
+    if req.memory > 0:
+        x, lim = used.memory + req.memory, limit.memory
+        if not (x < lim or abs(x - lim) < MIN_RESOURCE):
+            out.append("memory")
+    if req.scalars:
+        for name in sorted(req.scalars):
+            v = req.scalars[name]
+            if v > 0:
+                x, lim = used.scalars.get(name, 0.0) + v, limit.scalars.get(name, 0.0)
+                if not (x < lim or abs(x - lim) < MIN_RESOURCE):
+                    out.append(name)
+    return out
+
+
 # -- messages and dashboard details -------------------------------------------------------------
 
 _BINARY = (("Ti", 2 ** 40), ("Gi", 2 ** 30), ("Mi", 2 ** 20), ("Ki", 2 ** 10))
@@ -180,13 +205,17 @@ def chain_entry(attr: QueueAttr, limit: Resource | None) -> dict[str, Any]:
 
 
 def figures(attr: QueueAttr, spec_capability: Resource | None, overused: bool) -> QueueFigures:
-    """The QueueFigures of an attr (copies, so later changes do not leak into the result)."""
+    """The QueueFigures of an attr (copies, so later changes do not leak into the result).
+
+    An empty guarantee is reported as unset (None), like an unset capability.
+    """
     return QueueFigures(
         deserved=attr.deserved.clone(), allocated=attr.allocated.clone(), request=attr.request.clone(),
         inqueue=attr.inqueue.clone(), elastic=attr.elastic.clone(),
         capability=spec_capability.clone() if spec_capability is not None else None,
         real_capability=attr.real_capability.clone() if attr.real_capability is not None else None,
-        guarantee=attr.guarantee.clone(), share=attr.share, weight=attr.weight, overused=overused)
+        guarantee=None if attr.guarantee.is_empty() else attr.guarantee.clone(),
+        share=attr.share, weight=attr.weight, overused=overused)
 
 
 class ReasonMemo:

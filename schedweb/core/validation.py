@@ -87,6 +87,9 @@ def parse_resources(value: Any, field: str, *, node: bool = False) -> dict[str, 
         stored = Resource.from_quantities(quantities).to_canonical()
     except (QuantityError, ValueError) as exc:
         raise fail(field, str(exc)) from None
+    # Keep only the dimensions the user gave: a capability of {cpu: 20} must not read back
+    # as "memory: 0" in the API and the dashboard (the scheduler treats both as unlimited).
+    stored = {key: amount for key, amount in stored.items() if key in quantities}
     if node:
         stored["pods"] = int(pods) if pods is not None else DEFAULT_NODE_PODS
     return stored

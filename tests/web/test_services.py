@@ -168,8 +168,8 @@ def test_quantities_are_stored_canonically(db):
     assert (queue.capability, queue.deserved) == ({"cpu": 4000.0, "memory": 1e9}, None)
     job = services.job_submit(namespace="ns", name="j", queue="q", min_resources={"cpu": "1.5"},
                               tasks=[{"name": "t", "request": {"cpu": "250m", "pods": 1}}])
-    assert job.min_resources == {"cpu": 1500.0, "memory": 0.0}
-    assert job.tasks.get().request == {"cpu": 250.0, "memory": 0.0}
+    assert job.min_resources == {"cpu": 1500.0}
+    assert job.tasks.get().request == {"cpu": 250.0}
 
 
 def test_queue_update_moves_and_sets_acl(cluster, django_user_model):
@@ -225,6 +225,6 @@ def test_scheduler_config_versions_keep_one_active(db, django_user_model):
 def test_namespace_quota_set_replaces_and_removes(db):
     services.namespace_quota_set(namespace="ns1", hard={"cpu": "10"})
     services.namespace_quota_set(namespace="ns1", hard={"memory": "1Gi"})
-    assert NamespaceQuota.objects.get().hard == {"cpu": 0.0, "memory": float(GI)}
+    assert NamespaceQuota.objects.get().hard == {"memory": float(GI)}
     assert services.namespace_quota_set(namespace="ns1", hard=None) is None
     assert not NamespaceQuota.objects.exists()

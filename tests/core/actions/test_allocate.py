@@ -211,3 +211,43 @@ def test_incremental_class_state_matches_a_fresh_one():
     fresh = ClassState(ssn, tasks[0], True)
     assert (state.ok == fresh.ok).all()
     assert (state.best_idle == fresh.best_idle).all()
+
+
+@pytest.fixture
+def anti_affinity_plugin():
+    """A test-only dynamic predicate: a zone holding an app=web task rejects tasks that repel it."""
+    import numpy as np
+
+    from scheduler_core.framework.interface import Plugin
+    from scheduler_core.framework.registry import plugin_builders, register_plugin
+
+    saved = dict(plugin_builders)
+
+    @register_plugin("_t_repel")
+    class Repel(Plugin):
+        def on_session_open(self, ssn):
+            def predicate(t, table):
+                if not (t.affinity or {}).get("podAntiAffinity"):
+                    return []
+                zones = {n.labels["zone"] for n in table.nodes
+                         if any(x.labels.get("app") == "web" for x in n.tasks.values())}
+                taken = np.array([n.labels["zone"] in zones for n in table.nodes])
+                return [("node(s) didn't match pod anti-affinity rules", taken)]
+
+            ssn.add_predicate_fn(self.name, predicate, static=False)
+
+    yield "_t_repel"
+    plugin_builders.clear()
+    plugin_builders.update(saved)
+
+
+def test_pod_anti_affinity_refreshes_every_row(anti_affinity_plugin):
+    # One web task per zone. Placing w0 on n1 also closes n2 (same zone a): the class is
+    # recomputed over every row, not just the chosen one, so w1 goes to n3 (zone b).
+    repel = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "zone"}]}}
+    tasks = [task(f"w{i}", labels={"app": "web"}, affinity=repel) for i in range(3)]
+    nodes = [node(name, labels={"zone": zone}) for name, zone in (("n1", "a"), ("n2", "a"), ("n3", "b"))]
+    snap = snapshot(nodes=nodes, jobs=[job("web", tasks=tasks)])
+    result = run(snap, conf("allocate", [["gang"], [anti_affinity_plugin]]))
+    assert result.binds == {"ns/w0": "n1", "ns/w1": "n3"}

@@ -56,3 +56,17 @@ def test_enqueue_then_allocate_binds_admitted_job_only():
     result = run(snap, conf("enqueue, allocate", TIERS))
     assert result.binds == {"ns/a0": "n1"}
     assert result.job_phase == {"ns/a": "Inqueue", "ns/b": "Pending"}
+
+
+def test_queue_order_then_job_order_under_a_cluster_limit():
+    # overcommit admits 8 cpu x 1.2 = 9.6 cpu in all. Shares tie (nothing allocated), so the
+    # queue order falls back to the name: qa serves both its jobs (job order) before qb.
+    jobs = [job("b1", queue="qb", phase="Pending", min_resources={"cpu": "4"}, tasks=[task("b", cpu="4")],
+                created=0.0),
+            job("a2", queue="qa", phase="Pending", min_resources={"cpu": "4"}, tasks=[task("y", cpu="4")],
+                created=2.0),
+            job("a1", queue="qa", phase="Pending", min_resources={"cpu": "4"}, tasks=[task("x", cpu="4")],
+                created=1.0)]
+    snap = snapshot(nodes=[node("n1", cpu="8", memory="16Gi")], queues=[queue("qa"), queue("qb")], jobs=jobs)
+    result = run(snap, conf("enqueue", [["priority", "gang"], ["overcommit", "proportion"]]))
+    assert result.job_phase == {"ns/a1": "Inqueue", "ns/a2": "Inqueue", "ns/b1": "Pending"}

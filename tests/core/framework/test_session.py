@@ -169,3 +169,23 @@ def test_run_session_runs_actions_in_order_deterministically(registries):
     assert order == ["first {'k': 'v'}", "second", "first {'k': 'v'}", "second"]
     assert first.binds == second.binds == {"ns/w-0": "n1", "ns/w-1": "n1", "ns/w-2": "n2"}
     assert first.job_phase == {"ns/j": "Inqueue"}
+
+
+def test_node_scores_on_few_rows_use_a_view_with_the_same_answers():
+    nodes = [node(f"n{i}", cpu=str(i + 1)) for i in range(8)]
+    ssn = session(nodes=nodes)
+    fixed = np.arange(8, dtype=float) * 100  # a plugin returning precomputed full-length scores
+    seen: list[int] = []
+
+    def by_idle(t, table, mask):
+        seen.append(len(table))
+        return table.idle[:, 0] / 1000 + np.array([table.index[n] for n in table.names])
+
+    ssn.add_node_order_fn("nodeorder", by_idle)
+    ssn.add_node_order_fn("predicates", lambda t, table, mask: fixed)
+    t = task("a")
+    full = ssn.node_scores(t, tb_all(ssn))
+    one = np.zeros(8, dtype=bool)
+    one[5] = True
+    assert ssn.node_scores(t, one)[5] == full[5] - 5 == 506.0  # view row index is 0, not 5
+    assert seen == [8, 1]

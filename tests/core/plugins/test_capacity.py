@@ -119,6 +119,16 @@ def test_consistency_warnings() -> None:
     assert res.binds == {"ns/x": "n1"}  # warnings never block scheduling
 
 
+def test_no_warning_for_what_a_parent_leaves_unset() -> None:
+    # the parent sets no guarantee and no deserved: its children's figures break no promise
+    queues = [queue("p", "root"), queue("c1", "p", deserved={"cpu": "3"}, guarantee={"cpu": "1"})]
+    res = run(snapshot(nodes=[node("n1", cpu="10")], queues=queues, jobs=[job("j", "c1", [task("x")])]),
+              conf("enqueue, allocate", tiers(True)))
+    assert res.warnings == []
+    assert res.queues["p"].share == 1.0          # best-effort parent
+    assert res.explanations["p"]["best_effort"] is True
+
+
 def test_cycle_breaks_only_the_queues_under_it() -> None:
     queues = [queue("x", "y"), queue("y", "x"), queue("z", "x"), queue("ok", "root")]
     jobs = [job("in-cycle", "z", [task("c1")]), job("fine", "ok", [task("f1")])]
@@ -260,3 +270,33 @@ def test_preemptive_any_requested_dimension_under_deserved(req: dict, expected: 
     jobs = [job("j", "q", [*running, task("p", request=req)])]
     ssn, cp = open_(queues, jobs, [node("n1", cpu="8", gpu=8)], hierarchy=False)
     assert cp.preemptive(ssn.queues["q"], ssn.jobs["ns/j"].tasks["ns/p"]) is expected
+
+
+@pytest.mark.parametrize(("borrower_guarantee", "evicted", "pipelined"), [
+    # borrower holds 8 > deserved 4: n1 (first by name) gives b6 then b4 (reverse task order)
+    (None, ["ns/b6", "ns/b4"], {"ns/o1": "n1", "ns/o2": "n1"}),
+    # one victim would leave 7 = guarantee, a second would dig into it: the gang cannot fit
+    ("7", [], {}),
+])
+def test_reclaim_end_to_end_respects_guarantee(borrower_guarantee: str | None, evicted: list[str],
+                                               pipelined: dict[str, str]) -> None:
+    guarantee = {"cpu": borrower_guarantee} if borrower_guarantee else None
+    queues = [queue("owner", deserved={"cpu": "4"}),
+              queue("borrower", deserved={"cpu": "4"}, guarantee=guarantee)]
+    running = [task(f"b{i}", cpu="1", memory="1Gi", status="Running", node=f"n{i % 2 + 1}") for i in range(8)]
+    jobs = [job("loan", "borrower", running, phase=JobPhase.RUNNING),
+            job("own", "owner", [task("o1"), task("o2")], min_available=2)]
+    snap = snapshot(nodes=[node("n1"), node("n2")], queues=queues, jobs=jobs)
+    res = run(snap, conf("enqueue, allocate, reclaim", [["priority", "gang", "conformance"],
+                                                         ["capacity", "predicates", "nodeorder"]]))
+    assert (res.evictions, res.pipelined, res.binds) == (evicted, pipelined, {})
+
+
+def test_without_enable_hierarchy_the_tree_is_ignored() -> None:
+    # flat mode: a job in a queue with children is fine, and ancestors get no figures
+    queues = [queue("team", "root", deserved={"cpu": "2"}), queue("leaf", "team", deserved={"cpu": "1"})]
+    res = run(snapshot(nodes=[node("n1")], queues=queues, jobs=[job("j", "team", [task("x")])]),
+              conf("enqueue, allocate", tiers(False)))
+    assert res.binds == {"ns/x": "n1"}
+    assert sorted(res.queues) == ["team"]
+    assert (cores(res.queues["team"].deserved), res.queues["team"].share) == (2, 0.5)

@@ -62,6 +62,9 @@ def test_seed_001_end_to_end_figures_and_explanations() -> None:
     # a third round finds nothing moves (memory is left over, cpu is not): everyone is met
     assert (ex["plugin"], ex["weight"], ex["rounds_total"], ex["algorithm_rounds"]) == ("proportion", 2, 3, 3)
     assert ex["rounds"][2]["met"] is True and ex["rounds"][1]["met"] is False
+    # the one-word clamp speaks for cpu; memory (requests of 1Gi) is clamped by request throughout
+    assert [(r["clamp"], r["clamps"]) for r in ex["rounds"]] == [("none", {"memory": "request"})] * 3
+    assert ex["rounds"][2]["remaining"]["cpu"] == 0.0
     assert [r["clamp"] for r in res.explanations["c"]["rounds"]] == ["request"]
     json.dumps(res.explanations)
     json.dumps(res.to_json())

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scheduler_core.plugins.proportion_deserved import compute_deserved
-from scheduler_core.plugins.queue_attr import QueueAttr
+from scheduler_core.plugins.queue_attr import QueueAttr, over_dimensions
 from scheduler_core.resources import Resource
 
 
@@ -64,6 +64,8 @@ def test_seed_001_guarantee_and_capability_example() -> None:
     ([attr("a", 1, 1, guarantee=30), attr("b", 1, 100)], 100, [30.0, 70.0], "guarantee"),
     # no request at all: deserved 0
     ([attr("a", 1, 0), attr("b", 1, 100)], 100, [0.0, 100.0], "request"),
+    # weight 0: no share, but the guarantee floor still applies
+    ([attr("a", 0, 50, guarantee=5), attr("b", 1, 100)], 100, [5.0, 95.0], "guarantee"),
     # everybody satisfied: leftovers stay unassigned
     ([attr("a", 1, 10), attr("b", 3, 20)], 100, [10.0, 20.0], "request"),
 ])
@@ -147,3 +149,20 @@ def test_doubling_weights_changes_nothing(spec: list[tuple[int, int, int | None,
     compute_deserved(twice, cpu(total))
     for a, b in zip(once, twice, strict=True):
         assert a.deserved.milli_cpu == pytest.approx(b.deserved.milli_cpu, abs=1e-6)
+
+
+dims_st = st.fixed_dictionaries({}, optional={
+    "cpu": st.integers(0, 4000), "memory": st.integers(0, 4000), "a": st.integers(0, 4000),
+    "b": st.integers(0, 4000)})
+
+
+def _res(d: dict[str, int]) -> Resource:
+    return Resource(d.get("cpu", 0), d.get("memory", 0), {k: v for k, v in d.items() if k in ("a", "b")})
+
+
+@settings(max_examples=200, deadline=None)
+@given(dims_st, dims_st, dims_st)
+def test_over_dimensions_matches_resource_comparison(used: dict, req: dict, limit: dict) -> None:
+    u, r, lim = _res(used), _res(req), _res(limit)
+    expected = u.clone().add(r).less_equal_with_dimension_and_resources_name(lim, r)[1]
+    assert over_dimensions(u, r, lim) == expected

@@ -42,9 +42,9 @@ def test_namespace_quotas(staff):
     assert created.json()["hard"] == {"cpu": 10, "memory": 2**30}
     replaced = staff.post("/api/v1/namespace-quotas/", {"namespace": "ns1", "hard": {"cpu": "20"}},
                           format="json")
-    # Stored resource maps always carry cpu and memory (Resource.to_canonical()).
-    assert replaced.json()["hard"] == {"cpu": 20, "memory": 0}
-    assert staff.get("/api/v1/namespace-quotas/ns1/").json()["hard"] == {"cpu": 20, "memory": 0}
+    # Stored maps keep only the dimensions given: an unset memory quota is not "0".
+    assert replaced.json()["hard"] == {"cpu": 20}
+    assert staff.get("/api/v1/namespace-quotas/ns1/").json()["hard"] == {"cpu": 20}
     bad = staff.post("/api/v1/namespace-quotas/", {"namespace": "ns2", "hard": {"cpu": "ten"}}, format="json")
     assert bad.status_code == 400 and "hard" in bad.json()["error"]["fields"]
 

@@ -89,6 +89,6 @@ def test_tree_has_hierarchy_and_figures(staff):
                     "real_capability": None, "share": None, "pending_jobs": 1}
     parent = team_a_node["figures"]
     assert parent["allocated"] == {"cpu": 2, "memory": 2 * GI}
-    assert parent["capability"] == {"cpu": 20, "memory": 0} and parent["guarantee"] == {"cpu": 2, "memory": 0}
+    assert parent["capability"] == {"cpu": 20} and parent["guarantee"] == {"cpu": 2}
     assert parent["pending_jobs"] == 1
     assert tree["children"][1]["figures"]["allocated"] == {}

@@ -1,0 +1,1 @@
+"""Server-rendered dashboard: queue tree, deserved vs allocated, why pending, queue administration."""

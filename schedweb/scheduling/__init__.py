@@ -1,0 +1,1 @@
+"""The scheduling cycle service: DB <-> scheduler_core, Celery beat, agent, /metrics."""

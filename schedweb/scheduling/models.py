@@ -1,0 +1,80 @@
+"""What the scheduling cycles recorded: one CycleRun per cycle, per-queue samples, reason history."""
+
+from __future__ import annotations
+
+from django.db import models
+
+
+class CycleRun(models.Model):
+    """One scheduling cycle: timings (load / schedule / write), decision counts, errors, skip flag."""
+
+    started = models.DateTimeField(db_index=True)
+    skipped = models.BooleanField(default=False)  # another leader held the lock
+    config_version = models.PositiveIntegerField(null=True, blank=True)
+    load_seconds = models.FloatField(default=0.0)
+    schedule_seconds = models.FloatField(default=0.0)
+    write_seconds = models.FloatField(default=0.0)
+    duration_seconds = models.FloatField(default=0.0)
+    binds = models.PositiveIntegerField(default=0)
+    pipelined = models.PositiveIntegerField(default=0)
+    evictions = models.PositiveIntegerField(default=0)
+    pending_jobs = models.PositiveIntegerField(default=0)
+    # Decisions dropped because the row changed (cancel, delete, node removal) during the cycle.
+    conflicts = models.PositiveIntegerField(default=0)
+    errors = models.TextField(blank=True, default="")
+    warnings = models.JSONField(default=list, blank=True)
+    # The rescheduling plugin was due in this cycle: its `lastRun` is the latest such cycle.
+    rescheduling_ran = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["-started", "-id"]
+
+    def __str__(self) -> str:
+        return f"cycle {self.pk} at {self.started:%Y-%m-%d %H:%M:%S}{' (skipped)' if self.skipped else ''}"
+
+
+class QueueSample(models.Model):
+    """One queue's figures in one cycle (stored units); `explanation` kept on the latest only."""
+
+    cycle = models.ForeignKey(CycleRun, on_delete=models.CASCADE, related_name="queue_samples")
+    queue = models.CharField(max_length=253)  # a name: "root" has no row, deleted queues keep history
+    created = models.DateTimeField()
+    deserved = models.JSONField(null=True, blank=True)
+    allocated = models.JSONField(null=True, blank=True)
+    request = models.JSONField(null=True, blank=True)
+    inqueue = models.JSONField(null=True, blank=True)
+    elastic = models.JSONField(null=True, blank=True)
+    capability = models.JSONField(null=True, blank=True)
+    real_capability = models.JSONField(null=True, blank=True)
+    guarantee = models.JSONField(null=True, blank=True)
+    share = models.FloatField(default=0.0)
+    weight = models.PositiveIntegerField(default=1)
+    overused = models.BooleanField(default=False)
+    explanation = models.JSONField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["queue", "-created"]
+        indexes = [models.Index(fields=["queue", "created"], name="queuesample_queue_created")]
+
+    def __str__(self) -> str:
+        return f"{self.queue} @ cycle {self.cycle_id}"
+
+
+class JobReasonHistory(models.Model):
+    """A span during which a job waited for one reason code (first seen / last seen)."""
+
+    job = models.ForeignKey("core.Job", on_delete=models.CASCADE, related_name="reason_history")
+    code = models.CharField(max_length=32)
+    message = models.TextField(blank=True, default="")
+    details = models.JSONField(default=dict, blank=True)
+    first_seen = models.DateTimeField()
+    last_seen = models.DateTimeField()
+    current = models.BooleanField(default=True)  # the job's reason now; at most one per job
+
+    class Meta:
+        ordering = ["job_id", "first_seen", "id"]
+        indexes = [models.Index(fields=["job", "current"], name="reasonhistory_job_current")]
+        verbose_name_plural = "job reason history"
+
+    def __str__(self) -> str:
+        return f"{self.job_id}: {self.code}"
