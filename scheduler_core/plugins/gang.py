@@ -104,6 +104,8 @@ class GangPlugin(Plugin):
             if job.is_ready():
                 continue
             placed = job.ready_task_num() + job.waiting_task_num()
+            if placed >= job.min_available:
+                continue  # pipelined: the gang is met, it waits for resources (WaitingForPreemption)
             ssn.record_reason(uid, ReasonCode.GangUnschedulable, gang_message(job), self.name,
                               {"min_available": job.min_available, "placed": placed,
                                "tasks": len(job.tasks)})

@@ -6,6 +6,7 @@ import pytest
 
 from scheduler_core.actions.allocate import AllocateAction
 from scheduler_core.framework.session import open_session
+from scheduler_core.scheduler import run_session
 from scheduler_core.model import JobPhase, TaskStatus
 from tests.core.builders import conf, job, node, queue, replicas, run, snapshot, task
 
@@ -121,6 +122,16 @@ def test_pipelined_job_waits_for_preemption():
     AllocateAction().execute(ssn)
     assert snap.jobs["ns/new"].tasks["ns/p-0"].status is S.PIPELINED
     assert _codes(ssn, "ns/new") == ["WaitingForPreemption"]
+
+
+def test_pipelined_job_final_reason_is_waiting_not_gang():
+    # The gang (min 1) is met by the pipelined task: the job waits, it is not unschedulable.
+    snap = snapshot(nodes=[node("n1", cpu="2")],
+                    jobs=[job("old", tasks=[_running("o-0", "n1", cpu="2", status=S.RELEASING)]),
+                          job("new", tasks=[task("p-0", cpu="2")])])
+    result = run_session(snap, conf("allocate", GANG))
+    assert result.pipelined == {"ns/p-0": "n1"}
+    assert result.reasons["ns/new"].code.value == "WaitingForPreemption"
 
 
 def test_fit_errors_recorded_once_per_class():
