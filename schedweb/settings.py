@@ -42,6 +42,10 @@ if not SECRET_KEY:
     SECRET_KEY = "django-insecure-development-only-key-do-not-use-in-production"
 
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1]")
+# Headers for every environment (production adds HSTS and secure cookies).
+X_FRAME_OPTIONS = "DENY"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS")
 
 # Scheduler loop period (seconds) and the simulated node agent (runs tasks for their duration).
@@ -51,7 +55,7 @@ SIMULATED_AGENT = env_bool("SIMULATED_AGENT")
 # Apps of this project; the optional ones are installed when their package exists on disk so
 # helpers can land them independently. Order matters only for template lookup.
 PROJECT_APPS = ["schedweb.core"]
-OPTIONAL_PROJECT_APPS = ["schedweb.scheduling", "schedweb.api", "schedweb.dashboard"]
+OPTIONAL_PROJECT_APPS = ["schedweb.scheduling", "schedweb.api", "schedweb.audit", "schedweb.dashboard"]
 PROJECT_APPS += [app for app in OPTIONAL_PROJECT_APPS
                  if importlib.util.find_spec(app) is not None
                  and importlib.util.find_spec(f"{app}.apps") is not None]
@@ -75,6 +79,10 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # Request id + request facts for audit entries (only when the audit app is installed).
+    *(["schedweb.audit.context.AuditContextMiddleware"] if "schedweb.audit" in PROJECT_APPS else []),
+    "schedweb.core.middleware.RequestSizeLimitMiddleware",
+    "schedweb.core.middleware.DatabaseUnavailableMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -82,7 +90,19 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # After the session/auth middleware; answers 429 before a login view checks a password.
+    "schedweb.core.login_throttle.LoginThrottleMiddleware",
 ]
+
+# Request bodies (JSON jobs with 10,000 tasks are ~1 MiB; manifests are YAML text) above this
+# get 413 from RequestSizeLimitMiddleware, before any parser reads them.
+DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("DATA_UPLOAD_MAX_MEMORY_SIZE", str(10 * 1024 * 1024)))
+
+# Login throttling (schedweb.core.login_throttle): failures per (username, IP) and window seconds.
+LOGIN_THROTTLE_FAILURES = int(os.environ.get("LOGIN_THROTTLE_FAILURES", "10"))
+LOGIN_THROTTLE_WINDOW = int(os.environ.get("LOGIN_THROTTLE_WINDOW", str(15 * 60)))
+LOGIN_THROTTLE_PATHS = ["/admin/login/"]  # plus any URL named "login"
+AUTHENTICATION_BACKENDS = ["schedweb.core.login_throttle.ThrottledModelBackend"]
 
 ROOT_URLCONF = "schedweb.urls"
 WSGI_APPLICATION = "schedweb.wsgi.application"
@@ -137,7 +157,8 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
-LOGIN_URL = "/admin/login/"
+LOGIN_URL = "/accounts/login/"  # the dashboard's sign-in page
+LOGIN_REDIRECT_URL = "/"
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
@@ -164,6 +185,12 @@ REST_FRAMEWORK: dict = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    # Per-client request rates (default cache: shared through Redis when REDIS_URL is set).
+    # The user rate is high because node agents report through few tokens.
+    "DEFAULT_THROTTLE_CLASSES": ["rest_framework.throttling.AnonRateThrottle",
+                                 "rest_framework.throttling.UserRateThrottle"],
+    "DEFAULT_THROTTLE_RATES": {"anon": os.environ.get("API_THROTTLE_ANON", "120/minute"),
+                               "user": os.environ.get("API_THROTTLE_USER", "20000/minute")},
 }
 if "schedweb.api" in PROJECT_APPS:
     REST_FRAMEWORK.update({

@@ -29,7 +29,9 @@ QUEUES: list[dict[str, Any]] = [
     {"name": "serving-batch", "parent": "production", "weight": 2},
     {"name": "etl", "parent": "production", "weight": 1, "capability": {"cpu": "120", "memory": "2000Gi"}},
     {"name": "dev", "weight": 1, "capability": {"cpu": "32", "memory": "128Gi"}},
-    {"name": "sandbox", "parent": "dev", "weight": 1},
+    # Volcano's proportion plugin is flat: it only enforces the limits of queues that hold jobs,
+    # so the leaf repeats its parent's capability (the dashboard shows both levels).
+    {"name": "sandbox", "parent": "dev", "weight": 1, "capability": {"cpu": "32", "memory": "128Gi"}},
     {"name": "legacy", "weight": 1},
 ]
 CLOSED_QUEUES = ["legacy"]  # closed after its (finished) job is loaded

@@ -49,4 +49,7 @@ def healthz(request: HttpRequest) -> JsonResponse:
     if not database_ok():
         return JsonResponse({"status": "error", "database": "error", "scheduler": {"state": "unknown"}},
                             status=503)
-    return JsonResponse({"status": "ok", "database": "ok", "scheduler": scheduler_state()})
+    scheduler = scheduler_state()
+    # A stalled scheduler loop (no cycle for five periods) degrades the service, still 200.
+    status = "degraded" if scheduler.get("state") == "degraded" else "ok"
+    return JsonResponse({"status": status, "database": "ok", "scheduler": scheduler})

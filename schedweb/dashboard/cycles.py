@@ -70,8 +70,8 @@ def cycle_health(window: timedelta = timedelta(hours=1)) -> CycleHealth:
     )
 
 
-def latest_samples() -> dict[int, dict[str, Any]]:
-    """Per queue id, the figures of the newest cycle that recorded samples (one query).
+def latest_samples() -> dict[str, dict[str, Any]]:
+    """Per queue name, the figures of the newest cycle that recorded samples (one query).
 
     Keys: deserved, allocated, request, inqueue, elastic, capability, real_capability,
     guarantee (stored units or None), share, overused, explanation, cycle_id.
@@ -81,23 +81,23 @@ def latest_samples() -> dict[int, dict[str, Any]]:
         return {}
     latest = model.objects.order_by("-cycle_id").values_list("cycle_id", flat=True)[:1]
     rows = model.objects.filter(cycle_id__in=latest).values(
-        "queue_id", "cycle_id", "deserved", "allocated", "request", "inqueue", "elastic", "capability",
+        "queue", "cycle_id", "deserved", "allocated", "request", "inqueue", "elastic", "capability",
         "real_capability", "guarantee", "share", "overused", "explanation")
-    return {row["queue_id"]: row for row in rows}
+    return {row["queue"]: row for row in rows}
 
 
-def sample_history(queue_id: int, since: datetime | None, limit: int = 2000) -> list[dict[str, Any]]:
-    """The queue's samples since `since` (oldest first): time, deserved, allocated, request."""
+def sample_history(queue_name: str, since: datetime | None, limit: int = 2000) -> list[dict[str, Any]]:
+    """The queue's samples since `since` (oldest first, at most `limit` newest): time and figures."""
     model = _model("QueueSample")
     if model is None:
         return []
-    qs = model.objects.filter(queue_id=queue_id)
+    qs = model.objects.filter(queue=queue_name)
     if since is not None:
-        qs = qs.filter(cycle__started__gte=since)
-    rows = list(qs.order_by("-cycle_id").values("cycle__started", "deserved", "allocated", "request",
-                                                 "guarantee", "real_capability")[:limit])
+        qs = qs.filter(created__gte=since)
+    rows = list(qs.order_by("-created", "-id").values("created", "deserved", "allocated", "request",
+                                                      "guarantee", "real_capability")[:limit])
     rows.reverse()
-    return [{"time": r["cycle__started"], **{k: r[k] for k in r if k != "cycle__started"}} for r in rows]
+    return [{"time": r.pop("created"), **r} for r in rows]
 
 
 def reason_history(job_id: int, limit: int = 50) -> list[dict[str, Any]]:
@@ -109,12 +109,3 @@ def reason_history(job_id: int, limit: int = 50) -> list[dict[str, Any]]:
         "code", "message", "first_seen", "last_seen")[:limit])
     rows.reverse()
     return rows
-
-
-def cycle_run_once() -> Any:
-    """Run one scheduling cycle (tests and the demo); None when scheduling is not installed."""
-    if _model("CycleRun") is None:
-        return None
-    from schedweb.scheduling.cycle import cycle_run
-
-    return cycle_run()

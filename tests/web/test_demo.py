@@ -50,7 +50,7 @@ def test_queue_tree_mixes_settings(demo):
     assert Queue.objects.get(name="nlp").deserved == {"cpu": 96000.0, "memory": 768 * 2**30,
                                                       "nvidia.com/gpu": 24000.0}
     assert Queue.objects.exclude(guarantee=None).count() == 2
-    assert Queue.objects.exclude(capability=None).count() == 5
+    assert Queue.objects.exclude(capability=None).count() == 6
     assert Queue.objects.get(name="legacy").state == "Closed"
 
 

@@ -1,0 +1,23 @@
+"""Celery app (`celery -A schedweb worker -B`): the scheduling cycle every SCHEDULE_PERIOD seconds."""
+
+from __future__ import annotations
+
+import os
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "schedweb.settings")
+
+app = Celery("schedweb")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks(["schedweb.scheduling"])
+
+
+@app.on_after_configure.connect
+def setup_beat(sender: Celery, **_: object) -> None:
+    """Beat entry: expires = period, so cycles missed while the worker was busy never pile up."""
+    from django.conf import settings
+
+    period = float(settings.SCHEDULE_PERIOD)
+    sender.add_periodic_task(period, sender.signature("schedweb.scheduling.cycle"),
+                             name="scheduling-cycle", expires=period)

@@ -1,0 +1,62 @@
+"""The queue edit form: validation is the write service's (schedweb.core.services.queue_update),
+the same rules the API applies; its field errors show on the form."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
+
+from schedweb.core import services
+from schedweb.core.models import Queue
+from schedweb.core.validation import resources_for_input
+
+RESOURCE_HELP = 'Quantities, e.g. {"cpu": "4", "memory": "16Gi", "nvidia.com/gpu": 1}. Empty = unset.'
+RESOURCE_FIELDS = ("capability", "deserved", "guarantee")
+
+
+class ResourceMapField(forms.JSONField):
+    """A JSON resource map; unset (None) shows as an empty box rather than `null`."""
+
+    def prepare_value(self, value: Any) -> Any:
+        """Empty text for None, JSON otherwise."""
+        return "" if value is None else super().prepare_value(value)
+
+
+class QueueEditForm(forms.Form):
+    """Weight, priority, reclaimable and the three resource maps of one queue."""
+
+    weight = forms.IntegerField(help_text="Share of the parent's resources relative to siblings (>= 1).")
+    priority = forms.IntegerField(help_text="Higher-priority queues are served first.")
+    reclaimable = forms.BooleanField(required=False, help_text="Others may reclaim what it borrows.")
+    capability = ResourceMapField(required=False, help_text=RESOURCE_HELP)
+    deserved = ResourceMapField(required=False, help_text=RESOURCE_HELP)
+    guarantee = ResourceMapField(required=False, help_text=RESOURCE_HELP)
+
+    def __init__(self, *args: Any, queue: Queue, **kwargs: Any) -> None:
+        self.queue = queue
+        kwargs.setdefault("initial", {
+            "weight": queue.weight, "priority": queue.priority, "reclaimable": queue.reclaimable,
+            # Input units, so saving an unchanged form parses back to the same stored map.
+            **{f: resources_for_input(getattr(queue, f)) for f in RESOURCE_FIELDS},
+        })
+        super().__init__(*args, **kwargs)
+        for name in ("weight", "priority"):
+            self.fields[name].widget.attrs["class"] = "narrow"
+
+    def clean(self) -> dict[str, Any]:
+        """Run the service; its ValidationError becomes form errors and nothing is saved."""
+        data = super().clean()
+        if self.errors:
+            return data
+        try:
+            self.queue = services.queue_update(queue=self.queue, **{k: data.get(k) for k in self.fields})
+        except ValidationError as exc:
+            for field, messages in exc.message_dict.items():
+                if field in self.fields:
+                    self.add_error(field, messages)
+                else:
+                    prefix = "" if field == NON_FIELD_ERRORS else f"{field}: "
+                    self.add_error(None, [f"{prefix}{m}" for m in messages])
+        return data

@@ -1,0 +1,25 @@
+"""Dashboard URLs (mounted at the site root) and sign in / sign out."""
+
+from __future__ import annotations
+
+from django.contrib.auth import views as auth_views
+from django.urls import path
+
+from schedweb.dashboard.views import jobs, mine, nodes, overview, queues
+
+app_name = "dashboard"
+
+urlpatterns = [
+    path("", overview.overview, name="overview"),
+    path("queues/", queues.queue_tree, name="queue-tree"),
+    path("queues/<str:name>/", queues.queue_detail, name="queue"),
+    path("queues/<str:name>/chart.json", queues.queue_chart_data, name="queue-chart"),
+    path("queues/<str:name>/edit/", queues.queue_edit, name="queue-edit"),
+    path("queues/<str:name>/state/", queues.queue_state, name="queue-state"),
+    path("jobs/pending/", jobs.pending_list, name="pending"),
+    path("jobs/<str:namespace>/<str:name>/", jobs.job_detail, name="job"),
+    path("nodes/", nodes.nodes, name="nodes"),
+    path("mine/", mine.my_queues, name="mine"),
+    path("accounts/login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(next_page="dashboard:login"), name="logout"),
+]

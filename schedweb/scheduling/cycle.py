@@ -1,0 +1,203 @@
+"""One scheduling cycle: lock, load, run scheduler_core, write every decision, in one transaction.
+
+`cycle_run()` is what Celery beat, `manage.py run_scheduler` and the tests call. Only one cycle
+runs at a time (a transaction-scoped PostgreSQL advisory lock); a cycle that finds the lock taken
+records a skipped CycleRun and returns. A failure rolls every decision back and records the
+error in a CycleRun of its own.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import os
+import time
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from scheduler_core.framework.conf import DEFAULT_CONF, SchedulerConf, parse_conf
+from scheduler_core.result import FIGURE_NAMES, SessionResult
+from scheduler_core.scheduler import run_session
+from schedweb.core.models import TERMINAL_JOB_PHASES, SchedulerConfig, TaskStatus
+from schedweb.scheduling import writes
+from schedweb.scheduling.adapter import LoadedState, figures_json, load_state
+from schedweb.scheduling.models import CycleRun, QueueSample
+
+logger = logging.getLogger(__name__)
+
+# Test hook: seconds to sleep in the middle of the write phase (to kill a cycle there).
+WRITE_SLEEP_ENV = "SCHEDWEB_CYCLE_WRITE_SLEEP"
+PRUNE_EVERY = 100  # cycles between deletions of history older than SCHEDULER_HISTORY_DAYS (default 1)
+_conf_cache: dict[tuple[int, str], SchedulerConf] = {}
+
+
+def active_conf() -> tuple[int | None, SchedulerConf]:
+    """The active SchedulerConfig (version, parsed; cached per version), else Volcano's default."""
+    row = SchedulerConfig.objects.filter(active=True).values_list("version", "yaml").first()
+    if row is None:
+        return None, DEFAULT_CONF
+    version, text = row
+    # Keyed by the text too: versions restart when a database is recreated (tests, re-init).
+    conf = _conf_cache.get((version, text))
+    if conf is None:
+        if len(_conf_cache) > 16:
+            _conf_cache.clear()
+        conf = _conf_cache[(version, text)] = parse_conf(text)
+    return version, conf
+
+
+def with_rescheduling_last_run(conf: SchedulerConf, now: float) -> tuple[SchedulerConf, bool]:
+    """Inject `lastRun` (the last cycle in which rescheduling was due) into the rescheduling plugin.
+
+    Returns the conf to use and whether rescheduling is due in this cycle. The previous
+    *cycle's* time would make it never due (cycles are seconds apart, the interval minutes).
+    """
+    option = conf.plugin("rescheduling")
+    if option is None:
+        return conf, False
+    from scheduler_core.plugins.rescheduling import ReschedulingPlugin
+
+    last = (CycleRun.objects.filter(rescheduling_ran=True, skipped=False).order_by("-started")
+            .values_list("started", flat=True).first())
+    conf = copy.deepcopy(conf)
+    option = conf.plugin("rescheduling")
+    assert option is not None
+    option.arguments.pop("lastRun", None)
+    if last is not None:
+        option.arguments["lastRun"] = last.timestamp()
+    plugin = ReschedulingPlugin(option.arguments)
+    return conf, bool(plugin.strategies) and plugin.time_to_run(now)
+
+
+def cycle_run(*, now: datetime | None = None) -> CycleRun:
+    """Run one cycle (or record a skip when another cycle holds the leader lock)."""
+    started = now or timezone.now()
+    t0 = time.perf_counter()
+    try:
+        with transaction.atomic():
+            if not writes.try_leader_lock():
+                return CycleRun.objects.create(started=started, skipped=True)
+            return _run_locked(started, t0)
+    except Exception as exc:  # recorded, then the loop goes on: one bad cycle must not stop it
+        logger.exception("scheduling cycle failed")
+        return CycleRun.objects.create(started=started, errors=f"{type(exc).__name__}: {exc}",
+                                       duration_seconds=time.perf_counter() - t0)
+
+
+def _run_locked(started: datetime, t0: float) -> CycleRun:
+    version, conf = active_conf()
+    conf, rescheduling_due = with_rescheduling_last_run(conf, started.timestamp())
+    state = load_state(started)
+    t1 = time.perf_counter()
+    result = run_session(state.snapshot, conf)
+    t2 = time.perf_counter()
+    binds, pipelined, evictions, conflicts = _write_tasks(state, result, started)
+    if delay := float(os.environ.get(WRITE_SLEEP_ENV) or 0):
+        time.sleep(delay)
+    conflicts += _write_jobs(state, result, started)
+    previous = (CycleRun.objects.filter(skipped=False).order_by("-id").values_list("id", flat=True).first())
+    run = CycleRun.objects.create(
+        started=started, config_version=version, load_seconds=t1 - t0, schedule_seconds=t2 - t1,
+        binds=binds, pipelined=pipelined, evictions=evictions, pending_jobs=len(result.reasons),
+        conflicts=conflicts, warnings=state.warnings + list(result.warnings),
+        rescheduling_ran=rescheduling_due)
+    writes.insert_samples(_samples(run, result, started), previous)
+    t3 = time.perf_counter()
+    run.write_seconds, run.duration_seconds = t3 - t2, t3 - t0
+    CycleRun.objects.filter(pk=run.pk).update(write_seconds=run.write_seconds,
+                                              duration_seconds=run.duration_seconds)
+    if run.pk % PRUNE_EVERY == 0:
+        prune_history(started)
+    return run
+
+
+def prune_history(now: datetime) -> int:
+    """Delete cycles (and their queue samples) older than SCHEDULER_HISTORY_DAYS; returns rows deleted."""
+    days = float(getattr(settings, "SCHEDULER_HISTORY_DAYS", 1))
+    cutoff = now - timedelta(days=days)
+    samples, _ = QueueSample.objects.filter(created__lt=cutoff).delete()
+    cycles, _ = CycleRun.objects.filter(started__lt=cutoff).delete()
+    return samples + cycles
+
+
+def _write_tasks(state: LoadedState, result: SessionResult, now: datetime) -> tuple[int, int, int, int]:
+    """Binds (Binding), pipelines, evictions (Releasing), expired pipelines (back to Pending).
+
+    Returns (binds, pipelined, evictions applied, conflicts).
+    """
+    changes: list[writes.TaskChange] = []
+    for decisions, status in ((result.binds, TaskStatus.BINDING), (result.pipelined, TaskStatus.PIPELINED)):
+        for uid, node in sorted(decisions.items()):
+            row, node_id = state.tasks.get(uid), state.node_ids.get(node)
+            if row is None or node_id is None:
+                continue
+            changes.append(writes.TaskChange(row[0], row[1], row[2], status, node_id, True))
+    for uid in sorted(set(result.evictions)):
+        row = state.tasks.get(uid)
+        if row is not None and row[1] != TaskStatus.RELEASING:
+            changes.append(writes.TaskChange(row[0], row[1], row[2], TaskStatus.RELEASING))
+    # A nomination lasts one session: a task pipelined before and not now waits again.
+    for uid, (pk, status, updated) in state.tasks.items():
+        if status == TaskStatus.PIPELINED and uid not in result.binds and uid not in result.pipelined:
+            changes.append(writes.TaskChange(pk, status, updated, TaskStatus.PENDING, None, True))
+    writes.lock_nodes(c.node_id for c in changes if c.node_id is not None)
+    applied = writes.update_tasks(changes, now)
+    counts = {TaskStatus.BINDING: 0, TaskStatus.PIPELINED: 0, TaskStatus.RELEASING: 0}
+    for change in changes:
+        if change.id in applied and change.new_status in counts:
+            counts[change.new_status] += 1
+    conflicts = len(changes) - len(applied)
+    if conflicts:
+        logger.warning("cycle: %d task decision(s) dropped: the task changed during the cycle", conflicts)
+    return counts[TaskStatus.BINDING], counts[TaskStatus.PIPELINED], counts[TaskStatus.RELEASING], conflicts
+
+
+def _write_jobs(state: LoadedState, result: SessionResult, now: datetime) -> int:
+    """Phases and current reasons of changed jobs, plus reason history. Returns conflicts."""
+    changes: list[writes.JobChange] = []
+    code_changed: set[int] = set()
+    same_code: list[int] = []
+    for uid, row in state.jobs.items():
+        if row.phase in TERMINAL_JOB_PHASES:
+            continue
+        phase = str(result.job_phase.get(uid, row.phase))
+        if phase in TERMINAL_JOB_PHASES:
+            # Completion (with `finished`) is the task status writers' job: the agent, the API.
+            phase = row.phase
+        reason = result.reasons.get(uid)
+        if reason is None:
+            code, message, details = "", "", {}
+        else:
+            data = reason.to_json() if hasattr(reason, "to_json") else dict(reason)
+            # Through JSON: compares equal to what the database gives back next cycle.
+            code, message = str(data["code"]), data["message"]
+            details = json.loads(json.dumps(data.get("details") or {}, sort_keys=True, default=str))
+        if code == row.reason_code:
+            if code:
+                same_code.append(row.id)
+            if phase == row.phase and message == row.reason_message and details == row.reason_details:
+                continue
+            since = row.reason_since
+        else:
+            since = now if code else None
+            code_changed.add(row.id)
+        changes.append(writes.JobChange(row.id, row.phase, phase, code, message, details, since))
+    applied = writes.update_jobs(changes, now)
+    writes.write_reason_history([c for c in changes if c.id in applied and c.id in code_changed],
+                                same_code, now)
+    return len(changes) - len(applied)
+
+
+def _samples(run: CycleRun, result: SessionResult, now: datetime) -> list[QueueSample]:
+    samples = []
+    for name in sorted(result.queues):
+        fig = result.queues[name]
+        values = {f: figures_json(getattr(fig, f)) for f in FIGURE_NAMES}
+        samples.append(QueueSample(cycle=run, queue=name, created=now, share=float(fig.share),
+                                   weight=fig.weight, overused=bool(fig.overused),
+                                   explanation=result.explanations.get(name), **values))
+    return samples

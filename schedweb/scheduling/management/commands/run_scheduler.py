@@ -1,0 +1,48 @@
+"""`manage.py run_scheduler [--once]`: the scheduling loop in-process (no broker needed)."""
+
+from __future__ import annotations
+
+import signal
+import time
+from typing import Any
+
+from django.conf import settings
+from django.core.management.base import BaseCommand
+
+from schedweb.scheduling.tasks import cycle_and_agent
+
+
+class Command(BaseCommand):
+    """Run cycle_run() (and the simulated agent when enabled) every SCHEDULE_PERIOD seconds."""
+
+    help = "Run the scheduling cycle every SCHEDULE_PERIOD seconds (or once with --once)."
+
+    def add_arguments(self, parser: Any) -> None:
+        """--once, --period."""
+        parser.add_argument("--once", action="store_true", help="run one cycle and exit")
+        parser.add_argument("--period", type=float, default=None, help="seconds between cycles")
+
+    def handle(self, *args: Any, once: bool = False, period: float | None = None, **options: Any) -> None:
+        """Loop until SIGTERM/SIGINT; a cycle that overruns its period starts the next at once."""
+        period = float(period or settings.SCHEDULE_PERIOD)
+        stop = False
+
+        def _stop(*_: Any) -> None:
+            nonlocal stop
+            stop = True
+
+        signal.signal(signal.SIGTERM, _stop)
+        signal.signal(signal.SIGINT, _stop)
+        while True:
+            started = time.monotonic()
+            summary = cycle_and_agent()
+            if options.get("verbosity", 1) > 1 or summary["binds"] or summary["errors"]:
+                self.stdout.write(str(summary))
+            if once or stop:
+                return
+            # Sleep in slices so a stop signal ends the loop promptly.
+            deadline = started + period
+            while not stop and time.monotonic() < deadline:
+                time.sleep(min(0.2, max(0.0, deadline - time.monotonic())))
+            if stop:
+                return

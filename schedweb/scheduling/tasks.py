@@ -1,0 +1,27 @@
+"""Celery tasks: the periodic scheduling cycle (plus the simulated agent when enabled)."""
+
+from __future__ import annotations
+
+from celery import shared_task
+from django.conf import settings
+
+from schedweb.scheduling.agent import agent_step
+from schedweb.scheduling.cycle import cycle_run
+
+
+def cycle_and_agent() -> dict:
+    """One cycle, then one agent step when SIMULATED_AGENT is on; a summary for logs."""
+    run = cycle_run()
+    out = {"cycle": run.pk, "skipped": run.skipped, "binds": run.binds, "evictions": run.evictions,
+           "conflicts": run.conflicts, "errors": run.errors}
+    if settings.SIMULATED_AGENT and not run.skipped:
+        step = agent_step()
+        out["agent"] = {"started": step.started, "succeeded": step.succeeded, "released": step.released,
+                        "completed_jobs": step.completed_jobs}
+    return out
+
+
+@shared_task(name="schedweb.scheduling.cycle", ignore_result=True)
+def scheduling_cycle() -> dict:
+    """Beat entry point (every SCHEDULE_PERIOD seconds, expires after one period)."""
+    return cycle_and_agent()

@@ -1,0 +1,37 @@
+// Queue page charts: fetch Plotly figures from the JSON endpoint and draw them with Plotly.react
+// (which updates in place), again every REFRESH_MS and when another time range is picked.
+(function () {
+  "use strict";
+  const REFRESH_MS = 10000;
+  const box = document.getElementById("queue-charts");
+  if (!box) return;
+  const status = document.getElementById("chart-status");
+  const config = { displayModeBar: false, responsive: true };
+
+  async function load() {
+    const url = box.dataset.url + "?range=" + encodeURIComponent(box.dataset.range);
+    try {
+      const response = await fetch(url, { headers: { Accept: "application/json" }, credentials: "same-origin" });
+      if (!response.ok) throw new Error(response.status + " " + response.statusText);
+      const body = await response.json();
+      for (const [id, figure] of Object.entries(body.figures)) {
+        const el = document.getElementById(id);
+        if (el) await Plotly.react(el, figure.data, figure.layout, config);
+      }
+      status.textContent = body.samples + " samples";
+      box.dataset.loaded = String(Number(box.dataset.loaded || 0) + 1);
+    } catch (err) {
+      status.textContent = "charts could not refresh (" + err.message + ")";
+    }
+  }
+
+  document.querySelectorAll("#chart-ranges [data-range]").forEach((button) => {
+    button.addEventListener("click", () => {
+      box.dataset.range = button.dataset.range;
+      document.querySelectorAll("#chart-ranges [data-range]").forEach((b) => b.classList.toggle("active", b === button));
+      load();
+    });
+  });
+  load();
+  setInterval(load, REFRESH_MS);
+})();
