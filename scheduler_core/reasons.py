@@ -5,6 +5,8 @@ message, plugin, details)` into `ssn.reason_records`, `ssn.record_fit_errors(job
 FitErrors)` into `ssn.fit_errors`); `build_reasons(ssn)` picks the most specific one per job:
 InvalidJob, QueueClosed, NotEnqueued, QueueOverCapability, QueueOverDeserved,
 GangUnschedulable / NodeFit, WaitingForPreemption, else Unknown. Wording follows Volcano.
+Exception: a job with pipelined tasks and a WaitingForPreemption record (preempt/reclaim evicted
+victims for it) gets WaitingForPreemption over a quota refusal recorded before the evictions.
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ class ReasonCode(StrEnum):
 # Most specific first; GangUnschedulable and NodeFit share a rank (built from the job's state).
 PRECEDENCE = (ReasonCode.InvalidJob, ReasonCode.QueueClosed, ReasonCode.NotEnqueued,
               ReasonCode.QueueOverCapability, ReasonCode.QueueOverDeserved)
+# Quota refusals give way to WaitingForPreemption once preempt/reclaim pipelined the job's tasks.
+QUOTA_CODES = frozenset({ReasonCode.QueueOverCapability, ReasonCode.QueueOverDeserved})
 
 
 @dataclass(eq=False)
@@ -183,9 +187,15 @@ def job_reason(ssn: Session, job: JobInfo, unbound: list[str]) -> Reason:
         return pick(ReasonCode.InvalidJob, invalid.message or invalid.reason or "job is not valid")
     if ReasonCode.QueueClosed not in by_code and queue.state is not QueueState.OPEN:
         return pick(ReasonCode.QueueClosed, f"queue {queue.name} is {queue.state.value.lower()}")
+    # preempt / reclaim pipelined tasks of this job after evicting victims: a quota refusal
+    # recorded before those evictions (allocate, or the preemptor's first allocatable check)
+    # no longer describes what the job waits for.
+    waiting_rec = by_code.get(ReasonCode.WaitingForPreemption) if job.waiting_task_num() else None
     for code in PRECEDENCE[1:]:
         rec = by_code.get(code)
         if rec is not None:
+            if waiting_rec is not None and code in QUOTA_CODES:
+                return pick(ReasonCode.WaitingForPreemption, str(waiting_rec.get("message", "")), waiting_rec)
             return pick(code, str(rec.get("message", "")), rec)
     if job.phase is JobPhase.PENDING:
         return pick(ReasonCode.NotEnqueued, f"job {job.uid} is not enqueued yet")

@@ -5,11 +5,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from scheduler_core.model import JobPhase, QueueState
+from scheduler_core.plugins.queue_attr import format_dim
 from scheduler_core.reasons import ReasonCode
 
 if TYPE_CHECKING:
     from scheduler_core.framework.session import Session
     from scheduler_core.model import JobInfo, QueueInfo
+    from scheduler_core.resources import Resource
 
 
 def code(name: str) -> ReasonCode:
@@ -48,11 +50,27 @@ def record_queue_refusal(ssn: Session, action: str, job: JobInfo, queue: QueueIn
         ssn.record_reason(job.uid, code("QueueClosed"),
                           f"queue {queue.name} is {queue.state.value.lower()}", action)
     elif overused:
-        ssn.record_reason(job.uid, code("QueueOverDeserved"),
-                          f"queue {queue.name} is overused: allocated reached its deserved share", action)
+        ssn.record_reason(job.uid, code("QueueOverDeserved"), _overused_message(ssn, queue), action)
     else:
         ssn.record_reason(job.uid, code("QueueOverDeserved"),
                           f"queue {queue.name} resource quota insufficient for the job's next task", action)
+
+
+def _listing(names: list[str], res: Resource) -> str:
+    return ", ".join(f"{n} {format_dim(n, res.get(n))}" for n in names)
+
+
+def _overused_message(ssn: Session, queue: QueueInfo) -> str:
+    """"queue q is overused: allocated cpu 4 reached its deserved cpu 4" (numbers from the queue
+    plugin's figures, over the dimensions of deserved; without figures, the bare statement)."""
+    for plugin in ssn.plugins.values():
+        opts = getattr(plugin, "queue_opts", None)
+        attr = opts.get(queue.name) if isinstance(opts, dict) else None
+        if attr is not None:
+            names = attr.deserved.resource_names()
+            return (f"queue {queue.name} is overused: allocated {_listing(names, attr.allocated)} "
+                    f"reached its deserved {_listing(names, attr.deserved)}")
+    return f"queue {queue.name} is overused: allocated reached its deserved share"
 
 
 def record_waiting(ssn: Session, action: str, job: JobInfo) -> None:

@@ -7,14 +7,18 @@ Volcano v1.1x preempt, with these choices:
 - Between jobs of one queue: starving jobs pop in job order; each gets one statement. For a
   preemptor, nodes passing the predicates are tried best score first (ties: name first);
   candidates are Running, non-best-effort, preemptable tasks of *other* jobs of the same
-  queue; `preemptable` callbacks pick victims; when future idle plus all victims cannot fit
-  the preemptor the node is skipped; otherwise victims are evicted in victim order until the
-  queue is `allocatable` for the preemptor and it fits the node's future idle, and it is
-  pipelined there. After the job's tasks: commit when `job_pipelined`, else discard; a job
-  that got something is pushed back to try again.
+  queue, offered in victim order (Volcano: node map order) so that plugins with a budget
+  (gang keeps min_member) spend it on the lowest-priority tasks; `preemptable` callbacks
+  pick victims; when future idle plus all victims cannot fit the preemptor the node is
+  skipped; otherwise victims are evicted in victim order until the queue is `allocatable`
+  for the preemptor and it fits the node's future idle, and it is pipelined there. After
+  the job's tasks: commit when `job_pipelined`, else discard; a job that got something is
+  pushed back to try again.
 - Inside a job: each starving job's pending tasks may evict the same job's Running tasks
   (victims chosen by the `preemptable` callbacks, e.g. by task priority); one statement per
-  preemptor, committed; the job stops at its first preemptor that gets nothing.
+  preemptor, committed when the preemptor was pipelined and discarded otherwise (Volcano
+  commits even then, keeping evictions that helped nobody, e.g. when the queue's quota still
+  refuses the preemptor); the job stops at its first preemptor that gets nothing.
 - Finally the `victim_tasks` callbacks' tasks are evicted (Volcano's victimTasks).
 Evicted tasks become Releasing (listed in the result's evictions); preemptors are pipelined.
 """
@@ -107,11 +111,12 @@ class PreemptAction(Action):
                     """Candidate filter: the preemptor's own job."""
                     return t.job_uid == job.uid
 
-                assigned = self._preempt(ssn, stmt, queue, preemptor, capacity, same_job)
+                if not self._preempt(ssn, stmt, queue, preemptor, capacity, same_job):
+                    # Evictions that did not get the preemptor pipelined free nothing it can use.
+                    stmt.discard()
+                    break
                 stmt.commit()
                 record_waiting(ssn, self.name, job)
-                if not assigned:
-                    break
 
     def _preempt(self, ssn: Session, stmt: Statement, queue: QueueInfo, preemptor: TaskInfo,
                  capacity: np.ndarray, keep: Callable[[TaskInfo], bool]) -> bool:
@@ -123,7 +128,9 @@ class PreemptAction(Action):
             preemptees = [t for t in self.index.running_on(row) if keep(t)]
             if not preemptees:
                 continue
-            victims = ssn.preemptable(preemptor, preemptees)
+            # Offered in victim order: plugins with a budget (gang's min_member) spend it on
+            # the tasks that are evicted first.
+            victims = ssn.preemptable(preemptor, victim_order(ssn, preemptor, preemptees))
             if not victims_fit(ssn, preemptor, row, victims):
                 continue
             for victim in victim_order(ssn, preemptor, victims):

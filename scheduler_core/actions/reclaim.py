@@ -6,13 +6,15 @@ Volcano v1.1x reclaim, with these choices:
   pending tasks in task order while it starves, all in one statement, committed when the
   job is `job_pipelined`, else discarded (so a gang never keeps half its victims). A job that
   got something is pushed back.
-- A task reclaims only when its queue is `preemptive` for it. Nodes passing the predicates
-  are tried in name order (Volcano walks its node list). Candidates on a node: Running,
-  non-best-effort, preemptable tasks of jobs in *other* queues whose `reclaimable` flag is
-  set; the `reclaimable` callbacks choose victims (e.g. proportion: only from queues above
-  deserved). If future idle plus every victim cannot fit the task, the next node is tried;
-  otherwise victims are evicted in victim order (victim queue order, then reverse job /
-  task order) until the task fits the node's future idle, and the task is pipelined there.
+- Tasks with `preemption_policy: Never` never reclaim. A task reclaims only when its queue
+  is `preemptive` for it. Nodes passing the predicates are tried in name order (Volcano
+  walks its node list). Candidates on a node: Running, non-best-effort, preemptable tasks of
+  jobs in *other* queues whose `reclaimable` flag is set, offered in victim order (Volcano:
+  node map order); the `reclaimable` callbacks choose victims (e.g. proportion: only from
+  queues above deserved, spending that budget on the tasks evicted first). If future idle
+  plus every victim cannot fit the task, the next node is tried; otherwise victims are
+  evicted in victim order (victim queue order, then reverse job / task order) until the
+  task fits the node's future idle, and the task is pipelined there.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from scheduler_core.actions._ordering import PriorityQueue, TaskList, job_queue
 from scheduler_core.actions.victims import VictimIndex, victim_order, victims_fit
 from scheduler_core.framework.interface import Action
 from scheduler_core.framework.registry import register_action
+
+NEVER = "Never"
 
 if TYPE_CHECKING:
     from scheduler_core.framework.session import Session
@@ -41,6 +45,7 @@ class ReclaimAction(Action):
         """Round-robin over queues, one starving job per turn."""
         self.index = VictimIndex(ssn)
         self.reclaimable_queues = sorted(q.name for q in ssn.queues.values() if q.reclaimable)
+        self._caps: dict[str, np.ndarray] = {}
         queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn)
         starving: dict[str, PriorityQueue[JobInfo]] = {}
         tasks: dict[str, TaskList] = {}
@@ -51,7 +56,10 @@ class ReclaimAction(Action):
                 queues.push(ssn.queues[job.queue])
             if ssn.job_starving(job):
                 starving.setdefault(job.queue, job_queue(ssn)).push(job)
-                tasks[job.uid] = TaskList(ssn, job.pending_tasks())
+                # preemption_policy Never: the task never makes others leave (Kubernetes' rule;
+                # reclaim evicts just as preempt does).
+                reclaimers = [t for t in job.pending_tasks() if t.preemption_policy != NEVER]
+                tasks[job.uid] = TaskList(ssn, reclaimers)
         while queues:
             queue = queues.pop()
             if ssn.overused(queue):
@@ -68,8 +76,10 @@ class ReclaimAction(Action):
         """Reclaim for the job's pending tasks in one statement; True when something was pipelined."""
         stmt = ssn.statement()
         assigned = False
-        others = [q for q in self.reclaimable_queues if q != queue.name]
-        capacity = self.index.capacity(others)
+        capacity = self._caps.get(queue.name)
+        if capacity is None:  # fixed for the action: compute once per reclaiming queue
+            others = [q for q in self.reclaimable_queues if q != queue.name]
+            capacity = self._caps[queue.name] = self.index.capacity(others)
         while pending and ssn.job_starving(job):
             task = pending.pop()
             if not ssn.preemptive(queue, task):
@@ -99,7 +109,9 @@ class ReclaimAction(Action):
                     reclaimees.append(t)
             if not reclaimees:
                 continue
-            victims = ssn.reclaimable(task, reclaimees)
+            # Offered in victim order (Volcano: node map order): plugins with a budget
+            # (proportion's deserved, gang's min_member) spend it on the tasks evicted first.
+            victims = ssn.reclaimable(task, victim_order(ssn, task, reclaimees))
             if not victims_fit(ssn, task, row, victims):
                 continue
             for victim in victim_order(ssn, task, victims):

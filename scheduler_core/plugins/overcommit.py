@@ -3,11 +3,11 @@
 Arguments: `overcommit-factor` (default 1.2; a value below 1 or not a number is replaced by the
 default, with a warning in `result.warnings`). At session open: idle = total allocatable of
 schedulable nodes x factor - sum of every node's used; inqueue = min_resources of Inqueue jobs
-plus, for Running jobs with min_resources whose allocated task count reached min_available,
-the part of min_resources not yet allocated. Job enqueueable: best-effort jobs (no
-min_resources) are permitted; otherwise permit when inqueue + min_req <= idle on the dimensions
-min_req asks for, else reject (recorded as NotEnqueued with the numbers). Job enqueued: inqueue
-+= min_req.
+plus, for Running jobs with min_resources whose allocated task count reached min_available
+(and Inqueue jobs in that state: bound last cycle), the part of min_resources not yet allocated.
+Job enqueueable: best-effort jobs (no min_resources) are permitted; otherwise permit when
+inqueue + min_req <= idle on the dimensions min_req asks for, else reject (recorded as
+NotEnqueued with the numbers). Job enqueued: inqueue += min_req.
 """
 
 from __future__ import annotations
@@ -46,12 +46,18 @@ def parse_factor(arguments: dict[str, Any]) -> tuple[float, str | None]:
 
 
 def job_inqueue_reservation(job: JobInfo) -> Resource | None:
-    """What a job holds in the inqueue pool, or None (Volcano's overcommit session open)."""
+    """What a job holds in the inqueue pool, or None (Volcano's overcommit session open).
+
+    An Inqueue job already holding min_available allocated tasks counts as Running (it was bound
+    last cycle; Volcano's session close would have made it Running), so its used resources are
+    not reserved a second time.
+    """
     if job.min_resources is None:
         return None
-    if job.phase is JobPhase.INQUEUE:
+    holds_gang = job.count(*ALLOCATED_STATUSES) >= job.min_available
+    if job.phase is JobPhase.INQUEUE and not holds_gang:
         return job.deducted_min_resources()
-    if job.phase is JobPhase.RUNNING and job.count(*ALLOCATED_STATUSES) >= job.min_available:
+    if job.phase in (JobPhase.RUNNING, JobPhase.INQUEUE) and holds_gang:
         # util.GetInqueueResource: the part of min_resources not allocated yet.
         return exceeded_part(job.get_min_resources(), job.allocated)
     return None

@@ -75,16 +75,20 @@ def job_contribution(job: JobInfo) -> tuple[Resource, Resource, Resource, Resour
     request = allocated-status + Pending tasks. inqueue = min resources of an Inqueue job, or,
     for a Running job that has min resources and at least min_available allocated tasks, the
     part of its min resources not yet allocated. elastic = allocated above min resources.
+    An Inqueue job already holding min_available allocated tasks counts as Running: our result
+    keeps a job bound this cycle Inqueue until the next close, where Volcano's session close
+    already makes it Running; reserving its whole minimum again would count it twice.
     """
     allocated = job.allocated.clone()
     request = allocated.clone()
     for task in job.task_status_index.get(TaskStatus.PENDING, {}).values():
         request.add(task.resreq)
     inqueue = Resource.empty()
-    if job.phase is JobPhase.INQUEUE:
+    holds_gang = job.count(*ALLOCATED_STATUSES) >= job.min_available
+    if job.phase is JobPhase.INQUEUE and not holds_gang:
         inqueue.add(job.deducted_min_resources())
-    elif (job.phase is JobPhase.RUNNING and job.min_resources is not None
-          and job.count(*ALLOCATED_STATUSES) >= job.min_available):
+    elif (job.phase in (JobPhase.RUNNING, JobPhase.INQUEUE) and job.min_resources is not None
+          and holds_gang):
         inqueue.add(exceeded_part(job.min_resources, job.allocated))
     return allocated, request, inqueue, job.elastic_resources()
 

@@ -25,7 +25,9 @@ def _want(cpu: str = "2", n: int = 1):
 
 
 @pytest.mark.parametrize(("qb", "jobs", "evictions", "pipelined"), [
-    pytest.param(queue("qb"), [_hog(), _want()], ["ns/b-0"], {"ns/a-0": "n1"},
+    # qb is one task over deserved: candidates are offered in victim order, so the one victim
+    # is b-1 (reverse task order), the task evicted first (review HM).
+    pytest.param(queue("qb"), [_hog(), _want()], ["ns/b-1"], {"ns/a-0": "n1"},
                  id="reclaim-from-over-deserved"),
     pytest.param(queue("qb", reclaimable=False), [_hog(), _want()], [], {},
                  id="queue-not-reclaimable"),
