@@ -20,7 +20,9 @@ PROBE = (
     "'whitenoise': 'whitenoise.middleware.WhiteNoiseMiddleware' in settings.MIDDLEWARE}))"
 )
 CLEARED = ("DEBUG", "SECRET_KEY", "DATABASE_URL", "REDIS_URL", "ALLOWED_HOSTS", "SCHEDULE_PERIOD",
-           "SIMULATED_AGENT", "PYTEST_VERSION", "DJANGO_SETTINGS_MODULE")
+           "SIMULATED_AGENT", "PYTEST_VERSION", "DJANGO_SETTINGS_MODULE",
+           # set by the browser tests' conftest for Playwright; never present in a deployment
+           "DJANGO_ALLOW_ASYNC_UNSAFE")
 
 
 def run(args: list[str], module: str = "schedweb.settings", **env: str) -> subprocess.CompletedProcess:
