@@ -29,8 +29,13 @@ test: services venv lint
 lint: venv
 	.venv/bin/ruff check .
 
-bench:
-	@echo "make bench: not yet implemented"; exit 1
+# Benchmarks (not part of `make test`): in-memory sessions, the full cycle on PostgreSQL (own
+# database BENCH_DATABASE_URL), API latency with cycles running. Tables on stdout, JSON in var/bench/.
+BENCH_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/schedweb_bench
+bench: services venv
+	$(PY) -m scheduler_core.bench.session_bench
+	BENCH_DATABASE_URL=$(BENCH_DATABASE_URL) $(PY) -m schedweb.bench.db_bench
+	BENCH_DATABASE_URL=$(BENCH_DATABASE_URL) $(PY) -m schedweb.bench.api_bench
 
 soak:
 	@echo "make soak: not yet implemented"; exit 1

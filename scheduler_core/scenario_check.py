@@ -64,7 +64,7 @@ def parse_expect(ctx: Ctx, value: Any, path: tuple, snapshot: ClusterSnapshot) -
             return None
         result: dict[str, str | None] = {}
         for key, node in entries(section, tasks, "task"):
-            if node is not None and node not in snapshot.nodes:
+            if node is not None and (not isinstance(node, str) or node not in snapshot.nodes):
                 raise ctx.error((*path, section, key), f"unknown node {node!r}")
             result[key] = node
         return result
@@ -79,13 +79,13 @@ def parse_expect(ctx: Ctx, value: Any, path: tuple, snapshot: ClusterSnapshot) -
         exp.lines[("evictions", "")] = ctx.line((*path, "evictions"))
         exp.evictions = []
         for ipath, uid in o.items("evictions"):
-            if uid not in tasks:
+            if not isinstance(uid, str) or uid not in tasks:
                 raise ctx.error(ipath, f"unknown task {uid!r}")
             exp.evictions.append(uid)
     if o.has("job_phase"):
         exp.job_phase = {}
         for key, phase in entries("job_phase", snapshot.jobs, "job"):
-            if phase not in {p.value for p in JobPhase}:
+            if not isinstance(phase, str) or phase not in {p.value for p in JobPhase}:
                 raise ctx.error((*path, "job_phase", key), f"invalid phase {phase!r} (expected one of: "
                                 f"{', '.join(p.value for p in JobPhase)})")
             exp.job_phase[key] = phase

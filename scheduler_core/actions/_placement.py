@@ -64,17 +64,58 @@ class ChangeLog:
 
     def __init__(self) -> None:
         self.rows: list[int] = []
+        # Per row, the log position of its latest entry (-1 = none), so a class finds the
+        # distinct rows changed since position p with one numpy comparison, whatever the
+        # log's length; plus the latest positions of an ALL and of a released entry.
+        self.last = np.full(0, -1, dtype=np.int64)
+        self.last_all = -1
+        self.last_released = -1
+        # Class states by their key without pod labels, to seed new classes (see `twin`).
+        self.classes: dict[tuple, ClassState] = {}
+        self.labels_matter: bool | None = None
+
+    def twin_key(self, ssn: Session, task: TaskInfo) -> tuple | None:
+        """`task.sched_key` without pod labels and priority, when no task in the session looks at labels.
+
+        Pod labels only matter to pod (anti-)affinity and topology spread, and no predicate or
+        node-order plugin reads the priority; without those, tasks of different jobs (labels
+        `job=<name>`, any priority) with equal requests, selectors, tolerations and affinity
+        share masks and scores, so a new class copies a twin's arrays instead of scoring every
+        row again.
+        """
+        if self.labels_matter is None:
+            self.labels_matter = any(spreads(t) for job in ssn.jobs.values() for t in job.tasks.values())
+        key = task.sched_key
+        if self.labels_matter or len(key) != 7:
+            return None
+        return key[:5]
 
     def add(self, row: int, released: bool = False) -> None:
         """Record one changed row (or ChangeLog.ALL); `released` when a task left it."""
+        pos = len(self.rows)
         self.rows.append(-(row + 2) if released else row)
+        if row == ChangeLog.ALL:
+            self.last_all = pos
+            return
+        if row >= len(self.last):
+            grown = np.full(max(row + 1, 2 * len(self.last), 64), -1, dtype=np.int64)
+            grown[:len(self.last)] = self.last
+            self.last = grown
+        self.last[row] = pos
+        if released:
+            self.last_released = pos
+
+    def changed_since(self, pos: int, n: int) -> np.ndarray:
+        """Distinct rows (< n, ascending) with an entry at a position >= pos."""
+        return np.flatnonzero(self.last[:n] >= pos)
 
 
 class ClassState:
     """Masks and scores of one equivalence class over the NodeTable rows."""
 
     __slots__ = ("ssn", "table", "task", "dynamic", "local", "ok", "counts", "idle_fit", "future_fit",
-                 "scores", "best_idle", "best_future", "synced", "vec", "cols", "never", "unverified")
+                 "scores", "best_idle", "best_future", "synced", "vec", "cols", "never", "unverified",
+                 "need")
 
     def __init__(self, ssn: Session, task: TaskInfo, dynamic: bool, log: ChangeLog | None = None) -> None:
         self.ssn = ssn
@@ -88,7 +129,24 @@ class ClassState:
         # re-asked lazily, when it is about to be chosen (one predicate call for all of them).
         self.unverified: set[int] = set()
         self._request()
-        self.refresh()
+        key = log.twin_key(ssn, task) if log is not None else None
+        twin = log.classes.get(key) if key is not None and log is not None else None
+        if twin is not None and log is not None:
+            twin.catch_up(log)
+            self._copy(twin)
+        else:
+            self.refresh()
+            if key is not None and log is not None:
+                log.classes[key] = self
+
+    def _copy(self, twin: ClassState) -> None:
+        # The twin has caught up with the log: its arrays are this class's arrays too.
+        self.synced = twin.synced
+        self.ok, self.counts = twin.ok.copy(), dict(twin.counts)
+        self.unverified = set(twin.unverified)
+        self.idle_fit, self.future_fit = twin.idle_fit.copy(), twin.future_fit.copy()
+        self.scores = twin.scores.copy()
+        self.best_idle, self.best_future = twin.best_idle.copy(), twin.best_future.copy()
 
     def _request(self) -> None:
         # Same comparison as NodeTable.fit_mask: cpu and memory always, scalars when asked;
@@ -104,11 +162,19 @@ class ClassState:
             elif req.scalars[name] >= MIN_RESOURCE:
                 self.never = True
         self.cols = np.asarray(cols, dtype=np.intp)
+        # (column, request) pairs: the one-row fit test in plain floats (same arithmetic as _fits).
+        self.need = [(j, float(self.vec[j])) for j in cols]
 
     def _fits(self, avail: np.ndarray) -> np.ndarray:
         if self.never:
             return np.zeros(len(avail), dtype=bool)
-        return ((self.vec[self.cols] - avail[:, self.cols]) < MIN_RESOURCE).all(axis=1)
+        # Column by column (the table's arrays are Fortran-ordered: columns are contiguous),
+        # without the (rows x cols) copy that fancy indexing makes.
+        (j, v), *rest = self.need
+        mask = (v - avail[:, j]) < MIN_RESOURCE
+        for j, v in rest:
+            mask &= (v - avail[:, j]) < MIN_RESOURCE
+        return mask
 
     def refresh(self) -> None:
         """Recompute everything over all rows."""
@@ -126,28 +192,31 @@ class ClassState:
 
     def catch_up(self, log: ChangeLog) -> None:
         """Apply the rows changed since the last call (a full refresh when many did)."""
-        if self.synced == len(log.rows):
+        start, end = self.synced, len(log.rows)
+        if start == end:
             return
-        changed = log.rows[self.synced:]
-        self.synced = len(log.rows)
-        if len(changed) == 1 and changed[0] >= 0 and self.local:
-            self.row_changed(changed[0])
+        self.synced = end
+        if end - start == 1 and log.rows[start] >= 0 and self.local:
+            self.row_changed(log.rows[start])
             return
-        rows = {r if r >= 0 else -r - 2 for r in changed if r != ChangeLog.ALL}
-        if ChangeLog.ALL in changed or not self.local or len(rows) * 8 > len(self.table):
+        if not self.local or log.last_all >= start:
             self.refresh()
             return
-        released = any(r < -1 for r in changed)
-        self.rows_changed(np.fromiter(sorted(rows), dtype=np.intp, count=len(rows)), released)
+        rows = log.changed_since(start, len(self.table))
+        if len(rows) * 8 > len(self.table):
+            self.refresh()
+            return
+        self.rows_changed(rows, log.last_released >= start)
 
     def row_changed(self, r: int) -> None:
         """One row got a task (the common case): scalar updates only."""
         ssn, table, task = self.ssn, self.table, self.task
         if self.dynamic and self.ok[r]:
             self.unverified.add(r)
-        cols, need, ok = self.cols, self.vec[self.cols], not self.never
-        idle_fit = self.idle_fit[r] = ok and bool(((need - table.idle[r, cols]) < MIN_RESOURCE).all())
-        fut_fit = self.future_fit[r] = ok and bool(((need - table.future[r, cols]) < MIN_RESOURCE).all())
+        ok = not self.never
+        idle, fut = table.idle, table.future
+        idle_fit = self.idle_fit[r] = ok and all(v - idle[r, j] < MIN_RESOURCE for j, v in self.need)
+        fut_fit = self.future_fit[r] = ok and all(v - fut[r, j] < MIN_RESOURCE for j, v in self.need)
         if self.ok[r] and fut_fit:
             mask = np.zeros(len(table), dtype=bool)
             mask[r] = True
@@ -192,10 +261,11 @@ class ClassState:
     def _verify(self, r: int) -> bool:
         """Ask the predicates again for every unverified row; True when row r still passes."""
         ok = self.ssn.predicate(self.task).ok_mask
-        for u in self.unverified:
-            if not ok[u]:
-                self.ok[u] = False
-                self.best_idle[u] = self.best_future[u] = _NEG
+        rows = np.fromiter(self.unverified, dtype=np.intp, count=len(self.unverified))
+        bad = rows[~ok[rows]]
+        self.ok[bad] = False
+        self.best_idle[bad] = _NEG
+        self.best_future[bad] = _NEG
         self.unverified.clear()
         return bool(self.ok[r])
 

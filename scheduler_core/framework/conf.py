@@ -190,7 +190,7 @@ def _parse_configurations(raw: Any, problems: list[str]) -> dict[str, dict[str, 
                 continue
             extra = set(entry) - {"name", "arguments"}
             if extra:
-                problems.append(f"configurations[{i}]: unknown key(s) {', '.join(sorted(extra))}")
+                problems.append(f"configurations[{i}]: unknown key(s) {', '.join(sorted(map(str, extra)))}")
             items.append((entry["name"], entry.get("arguments")))
     else:
         problems.append("configurations: expected a list of {name, arguments}")
@@ -220,7 +220,7 @@ def parse_conf(source: str | dict[str, Any]) -> SchedulerConf:
     problems: list[str] = []
     extra = set(data) - {"actions", "tiers", "configurations"}
     if extra:
-        problems.append(f"unknown key(s): {', '.join(sorted(extra))}")
+        problems.append(f"unknown key(s): {', '.join(sorted(map(str, extra)))}")  # YAML keys may be null/int
     if "actions" not in data:
         problems.append("actions: missing")
         actions: list[str] = []

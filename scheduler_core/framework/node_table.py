@@ -41,6 +41,9 @@ class NodeTable:
         self.pod_count = np.zeros(n, dtype=np.int64)
         self.max_pods = np.zeros(n, dtype=np.int64)
         self.schedulable = np.ones(n, dtype=bool)
+        # None for a full table; for a view, the rows of the full table it shows (view(rows)).
+        self.rows: np.ndarray | None = None
+        self._row_views: dict[int, NodeTable] = {}
         # Cache of request -> (vector, compared columns, scalar names the nodes lack).
         self._req_cache: dict[tuple, tuple[np.ndarray, list[int], np.ndarray, list[str]]] = {}
         for i, node in enumerate(self.nodes):
@@ -58,13 +61,22 @@ class NodeTable:
         Scoring a few changed rows through a view costs per-row numpy work instead of
         whole-table work. Never call update_row on a view.
         """
-        v = NodeTable.__new__(NodeTable)
         if len(rows) == 1:
+            # One-row views are what a placement re-scores: cached, and live (slices of the
+            # arrays, which are only ever written in place), so they never go stale.
             r = int(rows[0])
-            sel: slice | np.ndarray = slice(r, r + 1)  # a slice is a view: no copies
-            v.nodes = [self.nodes[r]]
+            hit = self._row_views.get(r)
+            if hit is None:
+                hit = self._row_views[r] = self._make_view(np.array([r], dtype=np.intp), slice(r, r + 1))
+            return hit
+        return self._make_view(rows, rows)
+
+    def _make_view(self, rows: np.ndarray, sel: slice | np.ndarray) -> NodeTable:
+        v = NodeTable.__new__(NodeTable)
+        v.rows, v._row_views = rows, {}
+        if isinstance(sel, slice):
+            v.nodes = [self.nodes[int(rows[0])]]
         else:
-            sel = rows
             v.nodes = [self.nodes[i] for i in rows]
         v.names = [n.name for n in v.nodes]
         v.index = {name: i for i, name in enumerate(v.names)}

@@ -83,8 +83,25 @@ class BinpackPlugin(Plugin):
         self._plans[key] = hit
         return hit
 
+    def _row_score(self, task: TaskInfo, table: NodeTable) -> float:
+        """score() of a one-row table in plain floats (the per-placement re-score: no numpy calls)."""
+        cols, reqs, weights, weight_sum = self._plan(task, table)
+        alloc, used = table.allocatable[0].tolist(), table.used[0].tolist()  # Python floats
+        acc = 0.0
+        for j, request, w in zip(cols.tolist(), reqs.tolist(), weights.tolist(), strict=True):
+            a = alloc[j]
+            if a > 0:
+                final = used[j] + request
+                if final > a:
+                    return 0.0
+                acc += final * w / a
+        return acc * (MAX_NODE_SCORE * self.weight / weight_sum)
+
     def score(self, task: TaskInfo, table: NodeTable, mask: np.ndarray) -> np.ndarray:
         """Volcano's BinPackingScore for every row in `mask` (others 0)."""
+        if len(table) == 1 and self.weight != 0:
+            scored = mask[0] and self._plan(task, table)[3]  # weight sum 0: nothing to score
+            return np.array([self._row_score(task, table) if scored else 0.0])
         out = np.zeros(len(table))
         idx = np.flatnonzero(mask)
         if not len(idx) or self.weight == 0:

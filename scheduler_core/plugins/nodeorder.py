@@ -17,6 +17,7 @@ Each kube score is 0-100 (MaxNodeScore) with kube's integer arithmetic, times it
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -110,6 +111,7 @@ class NodeOrderPlugin(Plugin):
         self.static: NodeStatic | None = None
         self._affinity: dict[str, np.ndarray] = {}
         self._taints: dict[str, np.ndarray] = {}
+        self._full: NodeTable | None = None  # the session's NodeTable (views are scored at its rows)
 
     def affinity_scores(self, task: TaskInfo, static: NodeStatic) -> np.ndarray:
         """Sum of matching preferred node affinity term weights per row (cached per affinity)."""
@@ -135,14 +137,53 @@ class NodeOrderPlugin(Plugin):
         return hit
 
     def _static(self, table: NodeTable) -> NodeStatic:
-        if self.static is None or self.static.n != len(table):
-            self.static = NodeStatic(table)
+        # Static facts of the *full* table (built once per session): a view (table.rows set)
+        # reads them at its rows, instead of rebuilding them for every few-row view.
+        full = table if table.rows is None else self._full
+        if full is None:
+            raise ValueError("nodeorder: scoring a NodeTable view outside a session")
+        if self.static is None or self.static.n != len(full):
+            self.static = NodeStatic(full)
             self._affinity.clear()
             self._taints.clear()
         return self.static
 
+    def _row_score(self, task: TaskInfo, table: NodeTable) -> float:
+        """score() of a one-row table in plain floats (the per-placement re-score: no numpy calls).
+
+        Same arithmetic, in the same order, as least_requested / most_requested / balanced_resource.
+        """
+        w = self.weights
+        used, alloc = table.used[0].tolist(), table.allocatable[0].tolist()  # Python floats
+        reqs = (used[0] + task.resreq.milli_cpu, used[1] + task.resreq.memory)
+        allocs = (alloc[0], alloc[1])
+        total = 0.0
+        npos = (allocs[0] > 0) + (allocs[1] > 0)
+        if w["leastrequested"]:
+            s = 0.0
+            for r, a in zip(reqs, allocs, strict=True):
+                if a > 0 and r <= a:
+                    s += math.floor((a - r) * MAX_NODE_SCORE / a)
+            total += w["leastrequested"] * (s // max(npos, 1))
+        if w["mostrequested"]:
+            s = 0.0
+            for r, a in zip(reqs, allocs, strict=True):
+                if a > 0:
+                    s += math.floor(min(r, a) * MAX_NODE_SCORE / a)
+            total += w["mostrequested"] * (s // max(npos, 1))
+        if w["balancedresource"]:
+            std = 0.0
+            if npos == 2:
+                std = abs(min(reqs[0] / allocs[0], 1.0) - min(reqs[1] / allocs[1], 1.0)) / 2
+            total += w["balancedresource"] * math.trunc((1 - std) * MAX_NODE_SCORE)
+        if w["nodeaffinity"] and task.affinity:
+            total += w["nodeaffinity"] * float(self.affinity_scores(task, self._static(table))[table.rows[0]])
+        return total
+
     def score(self, task: TaskInfo, table: NodeTable, mask: np.ndarray) -> np.ndarray:
         """Weighted resource and node affinity scores; rows outside `mask` score 0."""
+        if len(table) == 1 and table.rows is not None:
+            return np.array([self._row_score(task, table) if mask[0] else 0.0])
         out = np.zeros(len(table))
         idx = np.flatnonzero(mask)
         if not len(idx):
@@ -157,7 +198,8 @@ class NodeOrderPlugin(Plugin):
             if w["balancedresource"]:
                 out[idx] += w["balancedresource"] * balanced_resource(req, alloc)
         if w["nodeaffinity"] and task.affinity:
-            out[idx] += w["nodeaffinity"] * self.affinity_scores(task, self._static(table))[idx]
+            full = self.affinity_scores(task, self._static(table))
+            out[idx] += w["nodeaffinity"] * (full[idx] if table.rows is None else full[table.rows[idx]])
         return out
 
     def batch_score(self, task: TaskInfo, table: NodeTable, mask: np.ndarray) -> np.ndarray:
@@ -165,16 +207,19 @@ class NodeOrderPlugin(Plugin):
         if not self.weights["tainttoleration"]:
             return np.zeros(len(table))
         s = self.taint_scores(task, self._static(table))
+        if table.rows is not None:
+            s = s[table.rows]
         return np.where(mask, self.weights["tainttoleration"] * s, 0.0)
 
     def on_session_open(self, ssn: Session) -> None:
         """Register the node order and batch node order scores."""
         self.static = None
+        self._full = ssn.node_table
         ssn.add_node_order_fn(self.name, self.score)
         ssn.add_batch_node_order_fn(self.name, self.batch_score)
 
     def on_session_close(self, ssn: Session) -> None:
         """Drop per-session caches."""
-        self.static = None
+        self.static = self._full = None
         self._affinity.clear()
         self._taints.clear()

@@ -57,7 +57,7 @@ def queue_create(*, access: QueueAccess, data: dict[str, Any]) -> Queue:
         name=data["name"], parent=parent, weight=data["weight"], priority=data["priority"],
         state=data.get("state") or "Open", reclaimable=data["reclaimable"], capability=data["capability"],
         deserved=data["deserved"], guarantee=data["guarantee"], annotations=data["annotations"],
-        **_acl_kwargs(data),
+        actor=access.user, **_acl_kwargs(data),
     )
 
 
@@ -74,9 +74,9 @@ def queue_update(*, access: QueueAccess, queue: Queue, data: dict[str, Any]) -> 
         changes["parent"] = parent
     changes.update(_acl_kwargs(data))
     if changes:
-        queue = services.queue_update(queue=queue, **changes)
+        queue = services.queue_update(queue=queue, actor=access.user, **changes)
     if data.get("state") and data["state"] != queue.state:
-        queue = services.queue_set_state(queue=queue, state=data["state"])
+        queue = services.queue_set_state(queue=queue, state=data["state"], actor=access.user)
     return queue
 
 

@@ -52,6 +52,13 @@ def _obj(value: Any, path: str) -> dict:
     return value
 
 
+def _name(value: Any, path: str) -> str | None:
+    """An optional name: a string or absent (it keys dict lookups, so nothing else passes)."""
+    if value is not None and not isinstance(value, str):
+        _fail(path, "Expected a string.")
+    return value
+
+
 def _check_keys(value: dict, allowed: set[str], path: str) -> None:
     unknown = sorted(set(value) - allowed)
     if unknown:
@@ -117,6 +124,12 @@ def _metadata(doc: dict, path: str) -> dict:
     _check_keys(meta, _METADATA_KEYS, f"{path}.metadata")
     if not meta.get("name"):
         _fail(f"{path}.metadata.name", "This field is required.")
+    # Names key dicts below (queues by name, pods by group): anything but a string is refused here.
+    for key in ("name", "namespace"):
+        if meta.get(key) is not None and not isinstance(meta[key], str):
+            _fail(f"{path}.metadata.{key}", "Expected a string.")
+    for key in ("annotations", "labels"):
+        _obj(meta.get(key), f"{path}.metadata.{key}")
     return meta
 
 
@@ -128,7 +141,7 @@ def queue_from_manifest(doc: dict, path: str) -> dict:
     guarantee = _obj(spec.get("guarantee"), f"{path}.spec.guarantee")
     _check_keys(guarantee, {"resource"}, f"{path}.spec.guarantee")
     status = _obj(doc.get("status"), f"{path}.status")
-    parent = spec.get("parent")
+    parent = _name(spec.get("parent"), f"{path}.spec.parent")
     data: dict[str, Any] = {
         "name": meta["name"],
         "parent": None if parent in (None, "", "root") else parent,
@@ -188,7 +201,7 @@ def _task_from_pod_spec(name: str, role: str, meta: dict, spec: dict, path: str,
     if spec.get("priority") is not None:
         task["priority"] = spec["priority"]
     elif spec.get("priorityClassName") and spec["priorityClassName"] != job_priority_class:
-        cls = spec["priorityClassName"]
+        cls = _name(spec["priorityClassName"], f"{path}.priorityClassName")
         if cls not in priority_classes:
             _fail(f"{path}.priorityClassName", f"Unknown priority class {cls!r}.")
         task["priority"] = priority_classes[cls]
@@ -252,12 +265,12 @@ def job_from_vcjob(doc: dict, path: str, priority_classes: dict[str, int]) -> di
     if not isinstance(specs, list) or not specs:
         _fail(f"{path}.spec.tasks", "A batch Job needs at least one task.")
     total = 0
-    priority_class = spec.get("priorityClassName") or None
+    priority_class = _name(spec.get("priorityClassName"), f"{path}.spec.priorityClassName") or None
     for i, t in enumerate(specs):
         tpath = f"{path}.spec.tasks[{i}]"
         t = _obj(t, tpath)
         _check_keys(t, _JOB_TASK, tpath)
-        role = t.get("name")
+        role = _name(t.get("name"), f"{tpath}.name")
         if not role:
             _fail(f"{tpath}.name", "This field is required.")
         replicas = t.get("replicas", 1)
@@ -320,7 +333,7 @@ def split_documents(docs: list[dict], priority_classes: dict[str, int]
         elif (kind, api) == ("Pod", "v1"):
             meta = _metadata(doc, path)
             group = (meta.get("annotations") or {}).get(GROUP_NAME_ANNOTATION)
-            if not group:
+            if not group or not isinstance(group, str):
                 _fail(f"{path}.metadata.annotations", f"A Pod needs the {GROUP_NAME_ANNOTATION} annotation.")
             pods.setdefault((meta.get("namespace") or "default", group), []).append((doc, path))
         else:

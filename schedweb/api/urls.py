@@ -14,6 +14,7 @@ from schedweb.api.views.nodes import NodeViewSet
 from schedweb.api.views.queues import QueueViewSet
 from schedweb.api.views.schema import DocsView, SchemaView
 from schedweb.api.views.tokens import TokenViewSet
+from schedweb.audit.api.views import AuditEntryViewSet
 
 app_name = "api"
 
@@ -25,6 +26,7 @@ router.register("tasks", TaskViewSet, basename="task")
 router.register("priority-classes", PriorityClassViewSet, basename="priorityclass")
 router.register("namespace-quotas", NamespaceQuotaViewSet, basename="namespacequota")
 router.register("tokens", TokenViewSet, basename="token")
+router.register("audit", AuditEntryViewSet, basename="audit")
 
 scheduler_config = SchedulerConfigViewSet.as_view({"get": "list", "put": "replace"})
 scheduler_config_versions = SchedulerConfigViewSet.as_view({"get": "versions"})

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
 
+from schedweb.audit import snapshots
+from schedweb.audit.models import AuditAction, AuditObjectType
+from schedweb.audit.services import record as audit_record
 from schedweb.core.models import (
     NODE_BOUND_TASK_STATUSES,
     TERMINAL_JOB_PHASES,
@@ -28,6 +32,7 @@ from schedweb.core.validation import (
     check_namespace,
     check_object,
     check_seconds,
+    check_storable,
     check_string_map,
     check_tolerations,
     fail,
@@ -68,6 +73,7 @@ def _check_task(raw: Any, i: int, nodes: dict[str, Node]) -> dict[str, Any]:
     where = f"tasks[{i}]"
     if not isinstance(raw, dict):
         raise fail(where, "Expected a task object.")
+    check_storable(raw, where)
     unknown = sorted(set(raw) - TASK_KEYS)
     if unknown:
         raise fail(f"{where}.{unknown[0]}", "Unknown field.")
@@ -117,6 +123,7 @@ def _check_job_shape(tasks: list[dict[str, Any]], min_member: Any, min_task_memb
         return {}
     if not isinstance(min_task_member, dict):
         raise fail("min_task_member", "Expected an object of role -> minimum task count.")
+    check_storable(min_task_member, "min_task_member")
     for role, n in min_task_member.items():
         check_int(n, "min_task_member", minimum=0)
         if n > roles.get(role, 0):
@@ -155,7 +162,7 @@ def job_submit(*, namespace: str, name: str, queue: Queue | str, tasks: list[dic
     nodes: dict[str, Node] = {}
     checked = [_check_task(raw, i, nodes) for i, raw in enumerate(tasks)]
     names = [t["name"] for t in checked]
-    dupes = sorted({n for n in names if names.count(n) > 1})
+    dupes = sorted(n for n, count in Counter(names).items() if count > 1)  # linear: jobs have 10k tasks
     if dupes:
         raise fail("tasks", f"Duplicate task name {dupes[0]!r}.")
     taken = set(Task.objects.filter(job__namespace=namespace, name__in=names).values_list("name", flat=True))
@@ -176,9 +183,11 @@ def job_submit(*, namespace: str, name: str, queue: Queue | str, tasks: list[dic
 
 
 @transaction.atomic
-def job_cancel(*, job: Job) -> Job:
-    """Cancel a job: tasks holding a node are Releasing, waiting ones Failed; phase Cancelled."""
-    job = Job.objects.select_for_update().get(pk=job.pk)
+def job_cancel(*, job: Job, actor: Any = None) -> Job:
+    """Cancel a job: tasks holding a node are Releasing, waiting ones Failed; phase Cancelled.
+
+    Recorded in the audit log (`actor` None = the current request's user, or "system")."""
+    job = Job.objects.select_related("queue").select_for_update(of=("self",)).get(pk=job.pk)
     if job.phase == JobPhase.CANCELLED:
         return job
     if job.phase == JobPhase.COMPLETED:
@@ -188,8 +197,12 @@ def job_cancel(*, job: Job) -> Job:
         status=TaskStatus.FAILED, node=None, finished=now, updated=now)
     job.tasks.filter(status__in=(TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND,
                                  TaskStatus.RUNNING)).update(status=TaskStatus.RELEASING, updated=now)
+    before = snapshots.job_snapshot(job)
     job.phase, job.finished = JobPhase.CANCELLED, now
     job.save(update_fields=["phase", "finished", "updated"])
+    audit_record(action=AuditAction.CANCEL, object_type=AuditObjectType.JOB, object_key=job.uid,
+                 before=before, after=snapshots.job_snapshot(job), actor=actor, queue_id=job.queue_id,
+                 parent_queue_id=job.queue.parent_id)
     return job
 
 

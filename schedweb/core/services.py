@@ -14,6 +14,9 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from schedweb.audit import snapshots
+from schedweb.audit.models import AuditAction, AuditObjectType
+from schedweb.audit.services import record as audit_record
 from schedweb.core.job_services import job_cancel, job_submit, task_set_status
 from schedweb.core.models import (
     NODE_BOUND_TASK_STATUSES,
@@ -55,6 +58,20 @@ class _Unset:
 
 
 UNSET: Any = _Unset()
+
+
+# Audit entries (schedweb.audit) are written inside each service's transaction, with the
+# object's snapshot before and after the change.
+def _audit(action: str, object_type: str, key: str, before: dict | None, after: dict | None,
+           actor: Any) -> None:
+    audit_record(action=action, object_type=object_type, object_key=key, before=before, after=after,
+                 actor=actor)
+
+
+def _audit_queue(action: str, queue: Queue, before: dict | None, after: dict | None, actor: Any) -> None:
+    # The queue ids let admins of the queue (or of its parent, after a delete) read the entry.
+    audit_record(action=action, object_type=AuditObjectType.QUEUE, object_key=queue.name, before=before,
+                 after=after, actor=actor, queue_id=queue.pk, parent_queue_id=queue.parent_id)
 
 
 # --------------------------------------------------------------------------- queues
@@ -114,8 +131,11 @@ def queue_create(*, name: str, parent: Queue | str | None = None, weight: int = 
                  deserved: Any = None, guarantee: Any = None, annotations: dict | None = None,
                  admin_users: Iterable | None = None, admin_groups: Iterable | None = None,
                  submitter_users: Iterable | None = None, submitter_groups: Iterable | None = None,
-                 ) -> Queue:
-    """Create a queue (parent None or "root" = top level); resource maps accept quantities."""
+                 actor: Any = None) -> Queue:
+    """Create a queue (parent None or "root" = top level); resource maps accept quantities.
+
+    `actor` (every write service takes it) is the user the audit log names; None = the user of
+    the current request, or "system"."""
     _check_queue_name(name)
     parent_queue = _resolve_queue(parent, "parent")
     _check_parent(None, parent_queue)
@@ -128,6 +148,7 @@ def queue_create(*, name: str, parent: Queue | str | None = None, weight: int = 
     )
     _set_acl(queue, admin_users=admin_users, admin_groups=admin_groups,
              submitter_users=submitter_users, submitter_groups=submitter_groups)
+    _audit_queue(AuditAction.CREATE, queue, None, snapshots.queue_snapshot(queue), actor)
     return queue
 
 
@@ -136,9 +157,10 @@ def queue_update(*, queue: Queue, name: Any = UNSET, parent: Any = UNSET, weight
                  priority: Any = UNSET, state: Any = UNSET, reclaimable: Any = UNSET,
                  capability: Any = UNSET, deserved: Any = UNSET, guarantee: Any = UNSET,
                  annotations: Any = UNSET, admin_users: Any = UNSET, admin_groups: Any = UNSET,
-                 submitter_users: Any = UNSET, submitter_groups: Any = UNSET) -> Queue:
+                 submitter_users: Any = UNSET, submitter_groups: Any = UNSET, actor: Any = None) -> Queue:
     """Change the given fields of a queue (others keep their value)."""
     queue = Queue.objects.select_for_update().get(pk=queue.pk)
+    before = snapshots.queue_snapshot(queue)
     if name is not UNSET:
         queue.name = _check_queue_name(name, queue)
     if parent is not UNSET:
@@ -161,29 +183,35 @@ def queue_update(*, queue: Queue, name: Any = UNSET, parent: Any = UNSET, weight
     queue.save()
     _set_acl(queue, admin_users=admin_users, admin_groups=admin_groups,
              submitter_users=submitter_users, submitter_groups=submitter_groups)
+    _audit_queue(AuditAction.UPDATE, queue, before, snapshots.queue_snapshot(queue), actor)
     return queue
 
 
 @transaction.atomic
-def queue_delete(*, queue: Queue) -> None:
+def queue_delete(*, queue: Queue, actor: Any = None) -> None:
     """Delete a queue without child queues and without jobs."""
     if queue.children.exists():
         raise fail("queue", f"Queue {queue.name!r} has child queues; delete or move them first.")
     if queue.jobs.exists():
         raise fail("queue", f"Queue {queue.name!r} has jobs; it can be deleted once they are gone.")
+    before, pk = snapshots.queue_snapshot(queue), queue.pk
     queue.delete()
+    queue.pk = pk  # the entry keeps the id, so admins of the parent still see the deletion
+    _audit_queue(AuditAction.DELETE, queue, before, None, actor)
 
 
 @transaction.atomic
-def queue_set_state(*, queue: Queue, state: str) -> Queue:
+def queue_set_state(*, queue: Queue, state: str, actor: Any = None) -> Queue:
     """Open or close a queue. Closing a queue with unfinished jobs makes it Closing (Volcano)."""
     check_choice(state, "state", QueueState.values)
     queue = Queue.objects.select_for_update().get(pk=queue.pk)
+    before = snapshots.queue_snapshot(queue)
     if state in (QueueState.CLOSED, QueueState.CLOSING):
         busy = queue.jobs.exclude(phase__in=TERMINAL_JOB_PHASES).exists()
         state = QueueState.CLOSING if busy else QueueState.CLOSED
     queue.state = state
     queue.save(update_fields=["state", "updated"])
+    _audit_queue(AuditAction.SET_STATE, queue, before, {**before, "state": queue.state}, actor)
     return queue
 
 
@@ -201,23 +229,26 @@ def _check_node_name(name: Any, node: Node | None = None) -> str:
 
 @transaction.atomic
 def node_create(*, name: str, allocatable: Any, labels: Any = None, taints: Any = None,
-                unschedulable: bool = False) -> Node:
+                unschedulable: bool = False, actor: Any = None) -> Node:
     """Register a node; allocatable accepts quantities and `pods` (default 110)."""
     _check_node_name(name)
     if allocatable is None:
         raise fail("allocatable", "This field is required.")
-    return Node.objects.create(
+    node = Node.objects.create(
         name=name, allocatable=parse_resources(allocatable, "allocatable", node=True),
         labels=check_string_map(labels, "labels"), taints=check_taints(taints),
         unschedulable=bool(unschedulable),
     )
+    _audit(AuditAction.CREATE, AuditObjectType.NODE, node.name, None, snapshots.node_snapshot(node), actor)
+    return node
 
 
 @transaction.atomic
 def node_update(*, node: Node, name: Any = UNSET, allocatable: Any = UNSET, labels: Any = UNSET,
-                taints: Any = UNSET, unschedulable: Any = UNSET) -> Node:
+                taints: Any = UNSET, unschedulable: Any = UNSET, actor: Any = None) -> Node:
     """Change the given fields of a node (cordon with unschedulable=True)."""
     node = Node.objects.select_for_update().get(pk=node.pk)
+    before = snapshots.node_snapshot(node)
     if name is not UNSET:
         node.name = _check_node_name(name, node)
     if allocatable is not UNSET:
@@ -231,17 +262,20 @@ def node_update(*, node: Node, name: Any = UNSET, allocatable: Any = UNSET, labe
     if unschedulable is not UNSET:
         node.unschedulable = bool(unschedulable)
     node.save()
+    _audit(AuditAction.UPDATE, AuditObjectType.NODE, node.name, before, snapshots.node_snapshot(node), actor)
     return node
 
 
 @transaction.atomic
-def node_delete(*, node: Node) -> None:
+def node_delete(*, node: Node, actor: Any = None) -> None:
     """Delete a node that holds no task; finished tasks forget the node."""
     busy = node.tasks.filter(status__in=NODE_BOUND_TASK_STATUSES).count()
     if busy:
         raise fail("node", f"Node {node.name!r} still holds {busy} task(s); drain it first.")
     node.tasks.update(node=None)
+    before = snapshots.node_snapshot(node)
     node.delete()
+    _audit(AuditAction.DELETE, AuditObjectType.NODE, before["name"], before, None, actor)
 
 
 @transaction.atomic
@@ -271,21 +305,26 @@ def _check_priority_class_name(name: Any, pc: PriorityClass | None = None) -> st
 @transaction.atomic
 def priority_class_create(*, name: str, value: int,
                           preemption_policy: str = PreemptionPolicy.PREEMPT_LOWER_PRIORITY,
-                          description: str = "") -> PriorityClass:
+                          description: str = "", actor: Any = None) -> PriorityClass:
     """Create a priority class."""
     _check_priority_class_name(name)
-    return PriorityClass.objects.create(
+    pc = PriorityClass.objects.create(
         name=name, value=check_int(value, "value"),
         preemption_policy=check_choice(preemption_policy, "preemption_policy", PreemptionPolicy.values),
         description=description or "",
     )
+    _audit(AuditAction.CREATE, AuditObjectType.PRIORITY_CLASS, pc.name, None,
+           snapshots.priority_class_snapshot(pc), actor)
+    return pc
 
 
 @transaction.atomic
 def priority_class_update(*, priority_class: PriorityClass, name: Any = UNSET, value: Any = UNSET,
-                          preemption_policy: Any = UNSET, description: Any = UNSET) -> PriorityClass:
+                          preemption_policy: Any = UNSET, description: Any = UNSET,
+                          actor: Any = None) -> PriorityClass:
     """Change the given fields of a priority class."""
     pc = PriorityClass.objects.select_for_update().get(pk=priority_class.pk)
+    before = snapshots.priority_class_snapshot(pc)
     if name is not UNSET:
         pc.name = _check_priority_class_name(name, pc)
     if value is not UNSET:
@@ -295,35 +334,50 @@ def priority_class_update(*, priority_class: PriorityClass, name: Any = UNSET, v
     if description is not UNSET:
         pc.description = description or ""
     pc.save()
+    _audit(AuditAction.UPDATE, AuditObjectType.PRIORITY_CLASS, pc.name, before,
+           snapshots.priority_class_snapshot(pc), actor)
     return pc
 
 
 @transaction.atomic
-def priority_class_delete(*, priority_class: PriorityClass) -> None:
+def priority_class_delete(*, priority_class: PriorityClass, actor: Any = None) -> None:
     """Delete a priority class that no job uses."""
     used = priority_class.jobs.count()
     if used:
         raise fail("priority_class", f"Priority class {priority_class.name!r} is used by {used} job(s).")
+    before = snapshots.priority_class_snapshot(priority_class)
     priority_class.delete()
+    _audit(AuditAction.DELETE, AuditObjectType.PRIORITY_CLASS, before["name"], before, None, actor)
 
 
 # --------------------------------------------------------------------------- quotas and config
 
 @transaction.atomic
-def namespace_quota_set(*, namespace: str, hard: Any) -> NamespaceQuota | None:
+def namespace_quota_set(*, namespace: str, hard: Any, actor: Any = None) -> NamespaceQuota | None:
     """Set (create or replace) a namespace's hard quota; hard=None removes it (returns None)."""
     check_namespace(namespace)
+    old = NamespaceQuota.objects.select_for_update().filter(namespace=namespace).first()
+    before = snapshots.namespace_quota_snapshot(old) if old is not None else None
+    quota = None
     if hard is None:
         NamespaceQuota.objects.filter(namespace=namespace).delete()
-        return None
-    stored = parse_resources(hard, "hard")
-    quota, _ = NamespaceQuota.objects.update_or_create(namespace=namespace, defaults={"hard": stored})
+    else:
+        stored = parse_resources(hard, "hard")
+        quota, _ = NamespaceQuota.objects.update_or_create(namespace=namespace, defaults={"hard": stored})
+    after = snapshots.namespace_quota_snapshot(quota) if quota is not None else None
+    if before is not None or after is not None:
+        action = (AuditAction.CREATE if before is None else AuditAction.DELETE if after is None
+                  else AuditAction.UPDATE)
+        _audit(action, AuditObjectType.NAMESPACE_QUOTA, namespace, before, after, actor)
     return quota
 
 
 @transaction.atomic
-def scheduler_config_activate(*, yaml: str, comment: str = "", created_by=None) -> SchedulerConfig:
-    """Store `yaml` as a new version and make it the only active one (validated by parse_conf)."""
+def scheduler_config_activate(*, yaml: str, comment: str = "", created_by=None,
+                              actor: Any = None) -> SchedulerConfig:
+    """Store `yaml` as a new version and make it the only active one (validated by parse_conf).
+
+    The audit entry's actor is `actor`, else `created_by`."""
     from scheduler_core.framework.conf import ConfError, parse_conf
 
     if not isinstance(yaml, str) or not yaml.strip():
@@ -335,8 +389,12 @@ def scheduler_config_activate(*, yaml: str, comment: str = "", created_by=None) 
     except Exception as exc:  # a YAML syntax error of any kind is the user's input error
         raise fail("yaml", f"Not valid YAML: {exc}") from None
     # Lock the current active row so two activations serialize on it.
-    list(SchedulerConfig.objects.select_for_update().filter(active=True))
+    previous = list(SchedulerConfig.objects.select_for_update().filter(active=True))
     SchedulerConfig.objects.filter(active=True).update(active=False)
     version = (SchedulerConfig.objects.aggregate(v=Max("version"))["v"] or 0) + 1
-    return SchedulerConfig.objects.create(version=version, yaml=yaml, active=True,
-                                          comment=(comment or "")[:500], created_by=created_by)
+    config = SchedulerConfig.objects.create(version=version, yaml=yaml, active=True,
+                                            comment=(comment or "")[:500], created_by=created_by)
+    before = snapshots.scheduler_config_snapshot(previous[0]) if previous else None
+    _audit(AuditAction.ACTIVATE, AuditObjectType.SCHEDULER_CONFIG, f"v{version}", before,
+           snapshots.scheduler_config_snapshot(config), actor or created_by)
+    return config

@@ -26,6 +26,28 @@ def fail(field: str, message: str) -> ValidationError:
     return ValidationError({field: [message]})
 
 
+def check_storable(value: Any, field: str) -> Any:
+    """Refuse NUL characters and lone surrogates anywhere in a JSON value (keys included):
+    PostgreSQL text/jsonb cannot store NUL and UTF-8 cannot encode a surrogate ("\\ud800" is
+    valid JSON), so both would otherwise fail at the database instead of here."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if "\x00" in item:
+                raise fail(field, "Null characters are not allowed.")
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                raise fail(field, "Surrogate characters are not allowed.") from None
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+    return value
+
+
 def check_name(value: Any, field: str = "name", *, max_length: int = 253) -> str:
     """A non-empty object name of letters, digits, '-', '_' and '.'."""
     if not isinstance(value, str) or not value:
@@ -65,6 +87,7 @@ def parse_resources(value: Any, field: str, *, node: bool = False) -> dict[str, 
         return None
     if not isinstance(value, dict):
         raise fail(field, "Expected an object of resource name -> quantity, e.g. {\"cpu\": \"2\"}.")
+    check_storable(list(value), field)
     quantities: dict[str, str] = {}
     pods: float | None = None
     for key, raw in value.items():
@@ -116,7 +139,7 @@ def check_string_map(value: Any, field: str) -> dict[str, str]:
     if not isinstance(value, dict) or not all(isinstance(k, str) and k and isinstance(v, str)
                                               for k, v in value.items()):
         raise fail(field, "Expected an object of non-empty string keys to string values.")
-    return dict(value)
+    return dict(check_storable(value, field))
 
 
 def check_object(value: Any, field: str, *, nullable: bool = False) -> dict | None:
@@ -125,7 +148,7 @@ def check_object(value: Any, field: str, *, nullable: bool = False) -> dict | No
         return None if nullable else {}
     if not isinstance(value, dict):
         raise fail(field, "Expected a JSON object.")
-    return value
+    return check_storable(value, field)
 
 
 def check_taints(value: Any, field: str = "taints") -> list[dict[str, str]]:
@@ -134,6 +157,7 @@ def check_taints(value: Any, field: str = "taints") -> list[dict[str, str]]:
         return []
     if not isinstance(value, list):
         raise fail(field, "Expected a list of {key, value, effect} objects.")
+    check_storable(value, field)
     taints = []
     for i, taint in enumerate(value):
         if not isinstance(taint, dict) or not isinstance(taint.get("key"), str) or not taint["key"]:
@@ -156,6 +180,7 @@ def check_tolerations(value: Any, field: str) -> list[dict]:
         return []
     if not isinstance(value, list) or not all(isinstance(t, dict) for t in value):
         raise fail(field, "Expected a list of toleration objects.")
+    check_storable(value, field)
     for i, tol in enumerate(value):
         if tol.get("operator", "Equal") not in TOLERATION_OPERATORS:
             raise fail(field, f"Toleration {i}: operator must be Equal or Exists.")

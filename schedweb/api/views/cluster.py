@@ -45,19 +45,19 @@ class PriorityClassViewSet(viewsets.GenericViewSet):
 
     def create(self, request):
         """Create a priority class."""
-        pc = services.priority_class_create(**validated(PriorityClassSerializer, request))
+        pc = services.priority_class_create(**validated(PriorityClassSerializer, request), actor=request.user)
         return Response(self.get_serializer(pc).data, status=status.HTTP_201_CREATED)
 
     def partial_update(self, request, name: str):
         """Change a priority class's value, policy or description."""
         data = validated(PriorityClassSerializer, request, partial=True)
-        pc = services.priority_class_update(priority_class=self.get_object(), **data)
+        pc = services.priority_class_update(priority_class=self.get_object(), actor=request.user, **data)
         return Response(self.get_serializer(pc).data)
 
     @extend_schema(responses={204: OpenApiResponse(description="Deleted")})
     def destroy(self, request, name: str):
         """Delete a priority class no job uses."""
-        services.priority_class_delete(priority_class=self.get_object())
+        services.priority_class_delete(priority_class=self.get_object(), actor=request.user)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -87,13 +87,14 @@ class NamespaceQuotaViewSet(viewsets.GenericViewSet):
     def create(self, request):
         """Set a namespace's quota (creates or replaces it)."""
         data = validated(NamespaceQuotaSerializer, request)
-        quota = services.namespace_quota_set(namespace=data["namespace"], hard=data["hard"])
+        quota = services.namespace_quota_set(namespace=data["namespace"], hard=data["hard"],
+                                             actor=request.user)
         return Response(self.get_serializer(quota).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(responses={204: OpenApiResponse(description="Deleted")})
     def destroy(self, request, namespace: str):
         """Remove a namespace's quota."""
-        services.namespace_quota_set(namespace=self.get_object().namespace, hard=None)
+        services.namespace_quota_set(namespace=self.get_object().namespace, hard=None, actor=request.user)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -110,6 +111,11 @@ class SchedulerConfigViewSet(viewsets.GenericViewSet):
         if config is None:
             raise NotFound("No scheduler configuration is active yet.")
         return config
+
+    def get_object(self) -> SchedulerConfig:
+        """The active configuration: this endpoint is a singleton without a lookup in its URL
+        (DRF's OPTIONS metadata calls get_object for PUT)."""
+        return self._active()
 
     def list(self, request):
         """The active configuration."""

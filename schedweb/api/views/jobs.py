@@ -79,7 +79,7 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         job = self.get_object()
         if not access(request).can_cancel(job):
             raise PermissionDenied("Only the submitter or an admin of the job's queue may cancel it.")
-        return services.job_cancel(job=job)
+        return services.job_cancel(job=job, actor=request.user)
 
     @extend_schema(responses={204: OpenApiResponse(description="Cancelled; its tasks are released")})
     def destroy(self, request, pk=None):

@@ -46,25 +46,25 @@ class NodeViewSet(viewsets.GenericViewSet):
     @extend_schema(request=NodeWriteSerializer, responses={201: NodeSerializer})
     def create(self, request):
         """Register a node."""
-        return self._respond(services.node_create(**validated(NodeWriteSerializer, request)),
-                             status.HTTP_201_CREATED)
+        node = services.node_create(**validated(NodeWriteSerializer, request), actor=request.user)
+        return self._respond(node, status.HTTP_201_CREATED)
 
     @extend_schema(request=NodeWriteSerializer, responses={200: NodeSerializer})
     def update(self, request, name: str):
         """Replace a node's settings."""
         data = validated(NodeWriteSerializer, request)
-        return self._respond(services.node_update(node=self.get_object(), **data))
+        return self._respond(services.node_update(node=self.get_object(), actor=request.user, **data))
 
     @extend_schema(request=NodeWriteSerializer, responses={200: NodeSerializer})
     def partial_update(self, request, name: str):
         """Change some of a node's settings (e.g. cordon with unschedulable=true)."""
         data = validated(NodeWriteSerializer, request, partial=True)
-        return self._respond(services.node_update(node=self.get_object(), **data))
+        return self._respond(services.node_update(node=self.get_object(), actor=request.user, **data))
 
     @extend_schema(responses={204: OpenApiResponse(description="Deleted")})
     def destroy(self, request, name: str):
         """Remove a node without running tasks."""
-        services.node_delete(node=self.get_object())
+        services.node_delete(node=self.get_object(), actor=request.user)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     @extend_schema(request=HeartbeatSerializer, responses={200: NodeSerializer})

@@ -84,7 +84,7 @@ class QueueViewSet(viewsets.GenericViewSet):
         if not access(request).can_admin(queue.parent_id):
             raise PermissionDenied("Only admins of the parent queue (staff for top-level queues) may "
                                    "delete it.")
-        services.queue_delete(queue=queue)
+        services.queue_delete(queue=queue, actor=request.user)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     def _set_state(self, request, state: str) -> Response:
@@ -93,7 +93,7 @@ class QueueViewSet(viewsets.GenericViewSet):
         if not access(request).can_admin(queue.id):
             raise PermissionDenied(f"Only admins of queue {queue.name} or its ancestors may change its "
                                    "state.")
-        return self._respond(services.queue_set_state(queue=queue, state=state))
+        return self._respond(services.queue_set_state(queue=queue, state=state, actor=request.user))
 
     @extend_schema(request=QueueStateSerializer, responses={200: QueueSerializer})
     @action(detail=True, methods=["post"])

@@ -6,8 +6,8 @@ import pytest
 
 from scheduler_core.actions.allocate import AllocateAction
 from scheduler_core.framework.session import open_session
-from scheduler_core.scheduler import run_session
 from scheduler_core.model import JobPhase, TaskStatus
+from scheduler_core.scheduler import run_session
 from tests.core.builders import conf, job, node, queue, replicas, run, snapshot, task
 
 S = TaskStatus

@@ -27,7 +27,8 @@ def test_after_one_cycle(cycled, client_as):
         ("cpu", 33.2), ("memory", 29.3), ("nvidia.com/gpu", 91.7)]
     assert context["by_reason"] == [("QueueOverDeserved", "Queue at its deserved share", 8)]
     assert context["pending_total"] == 8
-    assert [v.name for v in context["starving"]] == ["dev", "sandbox", "research", "nlp", "nlp-train", "vision"]
+    assert [v.name for v in context["starving"]] == ["dev", "sandbox", "research", "nlp", "nlp-train",
+                                                     "vision"]
     assert context["borrowing"] == []
     health = context["health"]
     assert health.cycles_recent == 1 and health.skipped_recent == 0 and health.config_version == 1

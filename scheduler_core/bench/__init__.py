@@ -1,0 +1,1 @@
+"""Benchmarks of the scheduler core: seeded synthetic clusters and in-memory session runs."""

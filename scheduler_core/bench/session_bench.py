@@ -1,0 +1,178 @@
+"""In-memory session benchmark: scheduler_core alone on generated clusters (no database).
+
+    python -m scheduler_core.bench.session_bench [--sizes S,M] [--scenarios fill,steady] [--json DIR]
+    python -m scheduler_core.bench.session_bench --profile M:fill     # cProfile, top hot spots
+
+Each (size, scenario) case runs in its own subprocess so that its peak RSS is its own.
+fill: one cycle on a fresh snapshot, 3 times; contention: one such cycle; steady: a warm-up
+cycle, then cycles with 1% churn (whole running jobs finish, as many new tasks arrive);
+backlog: a warm-up cycle, then cycles on the same state. Times are wall-clock `run_session`
+seconds; the snapshot build (the in-memory "load") is reported apart.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import json
+import pstats
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from scheduler_core.bench.generator import SCENARIOS, SIZES, build_world
+from scheduler_core.bench.report import check_targets, machine, print_table, write_json
+from scheduler_core.bench.snapshot import Churn, conf_of, to_snapshot
+from scheduler_core.model import TaskStatus
+from scheduler_core.scheduler import run_session
+
+DEFAULT_CYCLES = {"fill": 3, "contention": 1, "steady": 30, "backlog": 10}
+
+
+def pct(values: list[float], q: float) -> float:
+    """Percentile (linear), 0 for no values."""
+    return float(np.percentile(values, q)) if values else 0.0
+
+
+def run_case(size: str, scenario: str, seed: int = 1, cycles: int | None = None) -> dict[str, Any]:
+    """Run one case in this process; returns its figures (ms, counts, placements/s, peak RSS)."""
+    cycles = cycles or DEFAULT_CYCLES[scenario]
+    started = time.perf_counter()
+    world = build_world(size, scenario, seed)
+    gen_s = time.perf_counter() - started
+    conf = conf_of(world.spec)
+    churn = Churn(world) if scenario in ("steady", "backlog") else None
+    build, session, cpu, placed, evicted = [], [], [], [], []
+    warmup: dict[str, float] = {}
+    fresh = scenario in ("fill", "contention")
+    for cycle in range(cycles + (0 if fresh else 1)):
+        if churn is not None and scenario == "steady" and cycle > 0:
+            churn.step()
+        t0 = time.perf_counter()
+        snap = to_snapshot(world.spec)
+        t1, c1 = time.perf_counter(), time.process_time()
+        result = run_session(snap, conf)
+        t2, c2 = time.perf_counter(), time.process_time()
+        if churn is not None:
+            churn.apply(result)
+        n = len(result.binds) + len(result.pipelined)
+        if not fresh and cycle == 0:
+            warmup = {"build_ms": (t1 - t0) * 1e3, "session_ms": (t2 - t1) * 1e3, "placed": n}
+            continue
+        build.append((t1 - t0) * 1e3)
+        session.append((t2 - t1) * 1e3)
+        cpu.append((c2 - c1) * 1e3)  # CPU time: less sensitive to other processes on the machine
+        placed.append(n)
+        evicted.append(len(result.evictions))
+    snap = to_snapshot(world.spec)
+    tasks = sum(len(j.tasks) for j in snap.jobs.values())
+    pending = sum(j.count(TaskStatus.PENDING) for j in snap.jobs.values())
+    total_s = sum(session) / 1e3
+    return {
+        "size": size, "scenario": scenario, "seed": seed, "cycles": len(session),
+        "nodes": len(snap.nodes), "queues": len(snap.queues), "jobs": len(snap.jobs),
+        "tasks": tasks, "pending_after": pending, "generate_s": round(gen_s, 3),
+        "build_ms_p50": round(pct(build, 50), 2),
+        "session_ms_p50": round(pct(session, 50), 2), "session_ms_p99": round(pct(session, 99), 2),
+        "session_ms_max": round(max(session), 2), "session_cpu_ms_p50": round(pct(cpu, 50), 2),
+        "placed_per_cycle": round(sum(placed) / len(placed), 1),
+        "evicted_per_cycle": round(sum(evicted) / len(evicted), 1),
+        "placements_per_s": round(sum(placed) / total_s) if total_s else 0,
+        "warmup": {k: round(v, 2) for k, v in warmup.items()},
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    }
+
+
+def run_isolated(size: str, scenario: str, seed: int, cycles: int = 0) -> dict[str, Any]:
+    """run_case in a child process (own peak RSS); raises if the child fails."""
+    out = subprocess.run(
+        [sys.executable, "-m", "scheduler_core.bench.session_bench", "--case", f"{size}:{scenario}",
+         "--seed", str(seed), "--cycles", str(cycles)], check=True, capture_output=True, text=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def profile(size: str, scenario: str, seed: int = 1, top: int = 25) -> str:
+    """cProfile of one cycle (the first after warm-up for steady/backlog); top by own time."""
+    world = build_world(size, scenario, seed)
+    conf = conf_of(world.spec)
+    if scenario in ("steady", "backlog"):
+        churn = Churn(world)
+        churn.apply(run_session(to_snapshot(world.spec), conf))
+        if scenario == "steady":
+            churn.step()
+    snap = to_snapshot(world.spec)
+    prof = cProfile.Profile()
+    prof.enable()
+    run_session(snap, conf)
+    prof.disable()
+    lines: list[str] = []
+    for key in ("tottime", "cumtime"):
+        buf = _Capture()
+        pstats.Stats(prof, stream=buf).sort_stats(key).print_stats(top)
+        lines.append(buf.text)
+    return "\n".join(lines)
+
+
+class _Capture:
+    """A write-only text sink for pstats."""
+
+    def __init__(self) -> None:
+        self.text = ""
+
+    def write(self, s: str) -> int:
+        """Append."""
+        self.text += s
+        return len(s)
+
+
+COLUMNS = [("size", "size"), ("scenario", "scenario"), ("nodes", "nodes"), ("tasks", "tasks"),
+           ("cycles", "cycles"), ("placed/cycle", "placed_per_cycle"), ("evicted/cycle", "evicted_per_cycle"),
+           ("build p50 ms", "build_ms_p50"), ("session p50 ms", "session_ms_p50"),
+           ("session p99 ms", "session_ms_p99"), ("CPU p50 ms", "session_cpu_ms_p50"),
+           ("placements/s", "placements_per_s"),
+           ("peak RSS MB", "peak_rss_mb")]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line: run cases (each in a subprocess), print the table, write JSON."""
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--sizes", default="S,M")
+    p.add_argument("--scenarios", default=",".join(SCENARIOS))
+    p.add_argument("--extra", default="L:fill", help="more size:scenario cases, comma separated")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--cycles", type=int, default=0, help="override the cycles per case (0 = defaults)")
+    p.add_argument("--json", default="var/bench", help="directory for the JSON output ('' = none)")
+    p.add_argument("--case", help=argparse.SUPPRESS)  # child mode: one case, JSON on stdout
+    p.add_argument("--profile", metavar="SIZE:SCENARIO")
+    args = p.parse_args(argv)
+    if args.case:
+        size, scenario = args.case.split(":")
+        print(json.dumps(run_case(size, scenario, args.seed, args.cycles or None)))
+        return 0
+    if args.profile:
+        size, scenario = args.profile.split(":")
+        print(profile(size, scenario, args.seed))
+        return 0
+    cases = [(s, c) for s in args.sizes.split(",") if s for c in args.scenarios.split(",") if c]
+    cases += [tuple(x.split(":")) for x in args.extra.split(",") if x]  # type: ignore[misc]
+    rows = []
+    for size, scenario in cases:
+        if size not in SIZES or scenario not in SCENARIOS:
+            p.error(f"unknown case {size}:{scenario}")
+        rows.append(run_isolated(size, scenario, args.seed, args.cycles))
+        print(f"  done {size}:{scenario} session p99 {rows[-1]['session_ms_p99']} ms", file=sys.stderr)
+    table = print_table("In-memory session (scheduler_core alone; ms)", COLUMNS, rows)
+    table += check_targets("session", rows)
+    if args.json:
+        path = write_json(Path(args.json), "session", {"machine": machine(), "cases": rows}, table)
+        print(f"JSON: {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,61 @@
+"""GET /api/v1/audit/: the audit log, read-only; staff see everything, queue admins their queues."""
+
+from __future__ import annotations
+
+from datetime import UTC
+
+import django_filters
+from django_filters.rest_framework import DjangoFilterBackend
+from rest_framework import mixins, serializers, viewsets
+
+from schedweb.audit.api.serializers import AuditEntrySerializer
+from schedweb.audit.models import AuditAction, AuditEntry, AuditObjectType
+from schedweb.audit.selectors import about_queue, entries_for
+
+
+class UtcDateTimeFilter(django_filters.IsoDateTimeFilter):
+    """An ISO 8601 time, compared in UTC: PostgreSQL refuses offsets beyond +-15:59 that Python
+    accepts, and a time near year 9999 may not exist in UTC at all (a 400, not a 500)."""
+
+    def filter(self, qs, value):
+        """Filter by the value converted to UTC."""
+        if value:
+            try:
+                value = value.astimezone(UTC)
+            except OverflowError:
+                raise serializers.ValidationError({self.field_name: ["Time out of range."]}) from None
+        return super().filter(qs, value)
+
+
+class AuditEntryFilterSet(django_filters.FilterSet):
+    """Entries by object type and key, action, actor name, queue name and time range."""
+
+    object_type = django_filters.ChoiceFilter(choices=AuditObjectType.choices)
+    object_key = django_filters.CharFilter()
+    action = django_filters.ChoiceFilter(choices=AuditAction.choices)
+    actor = django_filters.CharFilter(field_name="actor_name")
+    queue = django_filters.CharFilter(method="filter_queue")
+    since = UtcDateTimeFilter(field_name="timestamp", lookup_expr="gte")
+    until = UtcDateTimeFilter(field_name="timestamp", lookup_expr="lt")
+
+    class Meta:
+        model = AuditEntry
+        fields = ["object_type", "object_key", "action", "actor", "queue", "since", "until"]
+
+    def filter_queue(self, qs, name: str, value: str):
+        """Entries about the queue `value` and about its children and jobs."""
+        return about_queue(qs, value)
+
+
+class AuditEntryViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    """The audit log, newest first. Other signed-in users get an empty list."""
+
+    serializer_class = AuditEntrySerializer
+    filter_backends = [DjangoFilterBackend]
+    filterset_class = AuditEntryFilterSet
+
+    def get_queryset(self):
+        """The entries the requesting user may read."""
+        if getattr(self, "swagger_fake_view", False):  # schema generation has no user
+            return AuditEntry.objects.none()
+        return entries_for(self.request.user)

@@ -1,0 +1,205 @@
+"""API latency under load while scheduling cycles run: gunicorn on 127.0.0.1, Python client threads.
+
+    python -m schedweb.bench.api_bench [--size M] [--requests 20] [--seconds 30]
+
+Loads the size's steady cluster into the benchmark database, starts gunicorn (gthread) on a
+free loopback port and a cycle loop in a subprocess (cycle, agent step, 1% churn, repeat),
+then measures GET /api/v1/queues/tree/ at 16 concurrent clients and GET /api/v1/jobs/?phase=Pending
+at 64, each client on a keep-alive connection, bounded by a request count and a time limit.
+Loopback only; every process started here is stopped here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from scheduler_core.bench.generator import build_world
+from scheduler_core.bench.report import check_targets, machine, print_table, write_json
+from scheduler_core.bench.session_bench import pct
+from schedweb.bench.db_bench import reset, setup_django
+from schedweb.bench.dbdata import bench_url, churn, start_bound
+
+ENDPOINTS = (("queue tree", "/api/v1/queues/tree/", 16), ("pending jobs", "/api/v1/jobs/?phase=Pending", 64))
+
+
+def free_port() -> int:
+    """A free TCP port on 127.0.0.1."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def server_env() -> dict[str, str]:
+    """Environment of the bench's gunicorn and cycle loop: bench database, no throttling, no DEBUG."""
+    env = dict(os.environ, DATABASE_URL=bench_url(), DEBUG="0", ALLOWED_HOSTS="127.0.0.1",
+               SECRET_KEY=os.environ.get("SECRET_KEY") or "bench-only-not-a-secret",
+               API_THROTTLE_USER="100000000/minute", DJANGO_SETTINGS_MODULE="schedweb.settings")
+    env.pop("REDIS_URL", None)
+    return env
+
+
+def start_gunicorn(port: int, workers: int, threads: int) -> subprocess.Popen:
+    """gunicorn gthread on 127.0.0.1:port; returns once /healthz answers (or raises)."""
+    proc = subprocess.Popen(
+        [str(Path(sys.executable).with_name("gunicorn")), "schedweb.wsgi:application", "--bind",
+         f"127.0.0.1:{port}", "--workers", str(workers), "--threads", str(threads), "-k", "gthread",
+         "--keep-alive", "30", "--log-level", "warning"], env=server_env())
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            conn.request("GET", "/healthz")
+            if conn.getresponse().status < 500:
+                return proc
+        except OSError:
+            time.sleep(0.2)
+    proc.terminate()
+    raise RuntimeError("gunicorn did not answer /healthz within 30 s")
+
+
+def cycle_loop(size: str, seed: int, seconds: float) -> None:
+    """Child mode: cycles (agent step + churn between) until `seconds` elapsed; prints a count."""
+    setup_django()
+    import psycopg
+
+    from schedweb.scheduling.cycle import cycle_run
+
+    world = build_world(size, "steady", seed + 1)  # its own rng stream for the churn
+    world.seq = 10_000_000  # new job names never collide with the loaded ones
+    done, end = 0, time.monotonic() + seconds
+    with psycopg.connect(bench_url()) as conn:
+        while time.monotonic() < end:
+            cycle_run()
+            start_bound(conn)
+            churn(conn, world)
+            done += 1
+    print(json.dumps({"cycles": done}))
+
+
+def client(path: str, token: str, port: int, count: int, end: float, out: list[float],
+           errors: list[str]) -> None:
+    """One client: up to `count` GETs on a keep-alive connection before `end`; latencies in ms."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    headers = {"Authorization": f"Token {token}", "Accept": "application/json"}
+    for _ in range(count):
+        if time.monotonic() > end:
+            break
+        t = time.perf_counter()
+        try:
+            conn.request("GET", path, headers=headers)
+            resp = conn.getresponse()
+            resp.read()
+        except (OSError, http.client.HTTPException) as exc:
+            errors.append(type(exc).__name__)
+            conn.close()
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            continue
+        if resp.status != 200:
+            errors.append(str(resp.status))
+        out.append((time.perf_counter() - t) * 1e3)
+    conn.close()
+
+
+def measure(path: str, token: str, port: int, clients: int, count: int, seconds: float) -> dict[str, Any]:
+    """`clients` concurrent clients; p50 / p99 / max latency (ms), requests, errors, req/s."""
+    lat: list[float] = []
+    errors: list[str] = []
+    end = time.monotonic() + seconds
+    threads = [threading.Thread(target=client, args=(path, token, port, count, end, lat, errors))
+               for _ in range(clients)]
+    t = time.perf_counter()
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    wall = time.perf_counter() - t
+    return {"clients": clients, "requests": len(lat), "errors": len(errors),
+            "p50_ms": round(pct(lat, 50), 1), "p99_ms": round(pct(lat, 99), 1),
+            "max_ms": round(max(lat), 1) if lat else 0.0, "req_per_s": round(len(lat) / wall, 1)}
+
+
+def make_token() -> str:
+    """A fresh API token of a bench user (created once)."""
+    from django.contrib.auth import get_user_model
+
+    from schedweb.api.services import token_create
+
+    user, _ = get_user_model().objects.get_or_create(username="bench", defaults={"is_staff": True})
+    return token_create(user=user, name=f"bench-{time.time_ns()}")[1]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line (see the module docstring)."""
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--size", default="M")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--requests", type=int, default=20, help="requests per client (bound)")
+    p.add_argument("--seconds", type=float, default=30.0, help="time bound per endpoint")
+    p.add_argument("--workers", type=int, default=3)
+    p.add_argument("--threads", type=int, default=8)
+    p.add_argument("--no-cycles", action="store_true", help="measure without cycles running")
+    p.add_argument("--json", default="var/bench")
+    p.add_argument("--cycler", action="store_true", help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.cycler:
+        cycle_loop(args.size, args.seed, args.seconds)
+        return 0
+    setup_django()
+    import psycopg
+
+    with psycopg.connect(bench_url()) as conn:
+        reset(conn, build_world(args.size, "steady", args.seed).spec)
+    token = make_token()
+    port = free_port()
+    server = start_gunicorn(port, args.workers, args.threads)
+    cycler = None
+    rows: list[dict[str, Any]] = []
+    try:
+        budget = args.seconds * len(ENDPOINTS) + 30
+        if not args.no_cycles:
+            cycler = subprocess.Popen(
+                [sys.executable, "-m", "schedweb.bench.api_bench", "--cycler", "--size", args.size,
+                 "--seed", str(args.seed), "--seconds", str(budget)], env=server_env(),
+                stdout=subprocess.PIPE, text=True)
+        for name, path, clients in ENDPOINTS:
+            measure(path, token, port, args.workers, 2, 10)  # warm the workers' connections and caches
+            # One client first: the service time, without queueing behind other clients.
+            for n in (1, clients):
+                rows.append({"endpoint": name, "path": path, "size": args.size,
+                             **measure(path, token, port, n, args.requests, args.seconds)})
+                print(f"  done {name} x{n}: p99 {rows[-1]['p99_ms']} ms", file=sys.stderr)
+    finally:
+        cycles = None
+        if cycler is not None:
+            cycler.terminate()
+            out, _ = cycler.communicate(timeout=60)
+            cycles = out.strip() or None
+        server.terminate()
+        server.wait(timeout=30)
+    for r in rows:
+        r["cycles_running"] = not args.no_cycles
+    table = print_table(f"API latency (size {args.size}, gunicorn {args.workers}x{args.threads} gthread, "
+                f"cycles running: {not args.no_cycles})",
+                [("endpoint", "endpoint"), ("clients", "clients"), ("requests", "requests"),
+                 ("errors", "errors"), ("p50 ms", "p50_ms"), ("p99 ms", "p99_ms"), ("max ms", "max_ms"),
+                 ("req/s", "req_per_s")], rows)
+    table += check_targets("api", rows)
+    if args.json:
+        path = write_json(Path(args.json), "api", {"machine": machine(), "cycler": cycles, "cases": rows},
+                          table)
+        print(f"JSON: {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

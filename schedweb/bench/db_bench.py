@@ -1,0 +1,237 @@
+"""Full scheduling cycle on PostgreSQL, split load / schedule / write, against this machine's floor.
+
+    python -m schedweb.bench.db_bench [--sizes S,M] [--scenarios fill,steady] [--extra L:fill]
+
+Uses its own database (BENCH_DATABASE_URL, default schedweb_hk_bench; created and migrated).
+Each case runs in a subprocess (own peak RSS): the generated cluster is COPY'd in, then
+`schedweb.scheduling.cycle.cycle_run()` runs as in production; its CycleRun row gives the
+load / schedule / write seconds. Between steady cycles the node agent's work (Binding ->
+Running) and 1% churn happen in plain SQL, outside the timings. The floor, same run, same data:
+the load's own SQL statements re-run through raw psycopg (fetchall), and a raw COPY of as many
+rows as the cycle wrote, printed as ratios (our load / raw read, our write / raw copy).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from scheduler_core.bench.generator import SCENARIOS, SIZES, build_world
+from scheduler_core.bench.report import check_targets, machine, print_table, write_json
+from scheduler_core.bench.session_bench import pct
+from schedweb.bench.dbdata import bench_url, churn, ensure_database, load_spec, start_bound
+
+DEFAULT_CYCLES = {"fill": 3, "contention": 1, "steady": 30, "backlog": 10}
+
+
+def setup_django() -> str:
+    """Point Django at the benchmark database, create and migrate it; returns its URL."""
+    url = bench_url()
+    os.environ["DATABASE_URL"] = url
+    os.environ.setdefault("SECRET_KEY", "bench-only-not-a-secret")
+    os.environ["DEBUG"] = "0"  # DEBUG records every query: not what production pays
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "schedweb.settings")
+    ensure_database(url)
+    import django
+    from django.core.management import call_command
+
+    django.setup()
+    call_command("migrate", verbosity=0)
+    return url
+
+
+class WriteCounter:
+    """Counts the rows the cycle's set-based writers are given (wraps schedweb.scheduling.writes
+    while the `with` block runs; the originals are restored on exit)."""
+
+    NAMES = ("update_tasks", "update_jobs", "insert_samples")
+
+    def __init__(self) -> None:
+        self.rows = 0
+        self._saved: dict[str, Any] = {}
+
+    def __enter__(self) -> WriteCounter:
+        from schedweb.scheduling import writes
+
+        for name in self.NAMES:
+            self._saved[name] = getattr(writes, name)
+            setattr(writes, name, self._wrap(self._saved[name]))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        from schedweb.scheduling import writes
+
+        for name, fn in self._saved.items():
+            setattr(writes, name, fn)
+
+    def _wrap(self, fn: Any) -> Any:
+        def counted(changes: Any, *args: Any) -> Any:
+            self.rows += len(changes)
+            return fn(changes, *args)
+        return counted
+
+
+def reset(conn: Any, spec: dict[str, Any]) -> None:
+    """Load the cluster, drop cycle history, activate the scenario's config (or none)."""
+    with conn.cursor() as cur:
+        cur.execute("TRUNCATE scheduling_queuesample, scheduling_jobreasonhistory, scheduling_cyclerun, "
+                    "core_schedulerconfig RESTART IDENTITY CASCADE")
+        if "config" in spec:
+            cur.execute("INSERT INTO core_schedulerconfig (version, yaml, active, comment, created) "
+                        "VALUES (1, %s, true, 'bench', now())", (json.dumps(spec["config"]),))
+    conn.commit()
+    load_spec(conn, spec)
+    conn.autocommit = True
+    conn.execute("VACUUM ANALYZE")
+    conn.autocommit = False
+
+
+def raw_read_floor(conn: Any) -> tuple[float, int]:
+    """Re-run the load's own SQL through raw psycopg; (seconds, rows) of the fastest of 3."""
+    from django.db import connection, transaction
+    from django.test.utils import CaptureQueriesContext
+    from django.utils import timezone
+
+    from schedweb.scheduling.adapter import load_state
+
+    with transaction.atomic(), CaptureQueriesContext(connection) as ctx:
+        load_state(timezone.now())
+    sqls = [q["sql"] for q in ctx.captured_queries]
+    best, rows = float("inf"), 0
+    for _ in range(3):
+        t = time.perf_counter()
+        rows = 0
+        with conn.cursor() as cur:
+            for sql in sqls:
+                rows += len(cur.execute(sql).fetchall())
+        conn.rollback()
+        best = min(best, time.perf_counter() - t)
+    return best, rows
+
+
+def raw_copy_floor(conn: Any, rows: int) -> float:
+    """COPY `rows` task-update-sized rows into a temp table and commit; fastest of 3 (seconds)."""
+    best = float("inf")
+    data = [(i, "Binding", i % 1000 + 1, "2026-01-01T00:00:00Z", "", "{}") for i in range(rows)]
+    for _ in range(3):
+        t = time.perf_counter()
+        with conn.cursor() as cur:
+            cur.execute("CREATE TEMP TABLE floor_copy (id bigint, status text, node_id bigint, "
+                        "updated timestamptz, message text, details jsonb) ON COMMIT DROP")
+            with cur.copy("COPY floor_copy FROM STDIN") as cp:
+                for row in data:
+                    cp.write_row(row)
+        conn.commit()
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
+def run_case(size: str, scenario: str, seed: int = 1, cycles: int | None = None) -> dict[str, Any]:
+    """One case in this process (Django set up by the caller)."""
+    import psycopg
+
+    from schedweb.scheduling.cycle import cycle_run
+
+    cycles = cycles or DEFAULT_CYCLES[scenario]
+    world = build_world(size, scenario, seed)
+    fresh = scenario in ("fill", "contention")
+    runs, written = [], []
+    with psycopg.connect(bench_url()) as conn, WriteCounter() as counter:
+        reset(conn, world.spec)
+        for cycle in range(cycles + (0 if fresh else 1)):
+            if fresh and cycle > 0:
+                reset(conn, build_world(size, scenario, seed).spec)
+            elif not fresh and cycle > 0:
+                start_bound(conn)
+                if scenario == "steady":
+                    churn(conn, world)
+            counter.rows = 0
+            run = cycle_run()
+            if run.errors or run.skipped:
+                raise RuntimeError(f"cycle failed: {run.errors or 'skipped'}")
+            if fresh or cycle > 0:
+                runs.append(run)
+                written.append(counter.rows)
+        read_s, read_rows = raw_read_floor(conn)
+        copy_rows = int(pct(written, 50))
+        copy_s = raw_copy_floor(conn, max(copy_rows, 1))
+        tasks = conn.execute("SELECT count(*) FROM core_task").fetchone()[0]
+
+    def ms(field: str, q: float) -> float:
+        return round(pct([getattr(r, field) * 1e3 for r in runs], q), 1)
+
+    placed = [r.binds + r.pipelined for r in runs]
+    total_s = sum(r.duration_seconds for r in runs)
+    load, write = pct([r.load_seconds for r in runs], 50), pct([r.write_seconds for r in runs], 50)
+    return {
+        "size": size, "scenario": scenario, "cycles": len(runs), "tasks": tasks,
+        "load_ms_p50": ms("load_seconds", 50), "load_ms_p99": ms("load_seconds", 99),
+        "schedule_ms_p50": ms("schedule_seconds", 50), "schedule_ms_p99": ms("schedule_seconds", 99),
+        "write_ms_p50": ms("write_seconds", 50), "write_ms_p99": ms("write_seconds", 99),
+        "cycle_ms_p50": ms("duration_seconds", 50), "cycle_ms_p99": ms("duration_seconds", 99),
+        "placed_per_cycle": round(sum(placed) / len(placed), 1),
+        "evicted_per_cycle": round(sum(r.evictions for r in runs) / len(runs), 1),
+        "placements_per_s": round(sum(placed) / total_s) if total_s else 0,
+        "raw_select_ms": round(read_s * 1e3, 1), "rows_read": read_rows,
+        "raw_copy_ms": round(copy_s * 1e3, 1), "rows_written": copy_rows,
+        "load_vs_select": round(load / read_s, 2) if read_s else None,
+        "write_vs_copy": round(write / copy_s, 2) if copy_s else None,
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    }
+
+
+COLUMNS = [("size", "size"), ("scenario", "scenario"), ("tasks", "tasks"), ("cycles", "cycles"),
+           ("placed/cycle", "placed_per_cycle"), ("load p50", "load_ms_p50"),
+           ("schedule p50", "schedule_ms_p50"), ("write p50", "write_ms_p50"),
+           ("cycle p50", "cycle_ms_p50"), ("cycle p99", "cycle_ms_p99"),
+           ("placements/s", "placements_per_s"), ("raw SELECT", "raw_select_ms"),
+           ("raw COPY", "raw_copy_ms"), ("load/SELECT", "load_vs_select"),
+           ("write/COPY", "write_vs_copy"), ("peak RSS MB", "peak_rss_mb")]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line: each case in a subprocess; table on stdout, JSON under var/bench/."""
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--sizes", default="S,M")
+    p.add_argument("--scenarios", default=",".join(SCENARIOS))
+    p.add_argument("--extra", default="L:fill")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--cycles", type=int, default=0, help="override the cycles per case (0 = defaults)")
+    p.add_argument("--json", default="var/bench")
+    p.add_argument("--case", help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.case:
+        setup_django()
+        size, scenario = args.case.split(":")
+        print(json.dumps(run_case(size, scenario, args.seed, args.cycles or None)))
+        return 0
+    cases = [(s, c) for s in args.sizes.split(",") if s for c in args.scenarios.split(",") if c]
+    cases += [tuple(x.split(":")) for x in args.extra.split(",") if x]  # type: ignore[misc]
+    rows = []
+    for size, scenario in cases:
+        if size not in SIZES or scenario not in SCENARIOS:
+            p.error(f"unknown case {size}:{scenario}")
+        out = subprocess.run([sys.executable, "-m", "schedweb.bench.db_bench", "--case", f"{size}:{scenario}",
+                              "--seed", str(args.seed), "--cycles", str(args.cycles)],
+                             capture_output=True, text=True)
+        if out.returncode:
+            print(out.stderr[-3000:], file=sys.stderr)
+            return out.returncode
+        rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
+        print(f"  done {size}:{scenario} cycle p99 {rows[-1]['cycle_ms_p99']} ms", file=sys.stderr)
+    table = print_table("Full cycle on PostgreSQL (ms; floors: raw psycopg, same data)", COLUMNS, rows)
+    table += check_targets("db", rows)
+    if args.json:
+        print(f"JSON: {write_json(Path(args.json), 'db', {'machine': machine(), 'cases': rows}, table)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

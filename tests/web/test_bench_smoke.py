@@ -1,0 +1,63 @@
+"""One-cycle smoke of the PostgreSQL benchmark at size S: the data, the cycle, the floors (never timing)."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+import psycopg
+import pytest
+from django.db import connection
+
+from scheduler_core.bench.generator import generate
+from scheduler_core.bench.snapshot import conf_of, to_snapshot
+from scheduler_core.scheduler import run_session
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def pg() -> psycopg.Connection:
+    """A raw psycopg connection to the test database (the bench's own loader and floors use one)."""
+    if connection.vendor != "postgresql":
+        pytest.skip("the database benchmark needs PostgreSQL")
+    s = connection.settings_dict
+    conn = psycopg.connect(dbname=s["NAME"], user=s["USER"], password=s["PASSWORD"] or None,
+                           host=s["HOST"] or None, port=s["PORT"] or None)
+    yield conn
+    conn.close()
+
+
+def test_one_db_cycle_matches_the_in_memory_session(pg: psycopg.Connection) -> None:
+    from schedweb.bench.db_bench import WriteCounter, raw_copy_floor, raw_read_floor, reset
+    from schedweb.bench.dbdata import start_bound
+    from schedweb.core.models import Job, Node, Task
+    from schedweb.scheduling.cycle import cycle_run
+
+    spec = generate("S", "steady", seed=5)
+    expected = run_session(to_snapshot(spec), conf_of(spec))
+    reset(pg, spec)
+    tasks = sum(len(j["tasks"]) for j in spec["jobs"])
+    assert (Task.objects.count(), Job.objects.count()) == (tasks, len(spec["jobs"]))
+    assert Node.objects.count() == 100
+    pending = Task.objects.filter(status="Pending").count()
+    with WriteCounter() as counter:
+        run = cycle_run()
+    assert not run.errors and not run.skipped
+    bound = dict(Task.objects.filter(status="Binding").values_list("name", "node__name"))
+    assert run.binds == len(bound) == len(expected.binds) > 0
+    assert {f"{t}" for t in bound} == {uid.split("/", 1)[1] for uid in expected.binds}
+    assert Task.objects.filter(status="Pending").count() == pending - run.binds - run.pipelined
+    assert counter.rows >= run.binds  # every bind is a written row
+    # Every node holds at most its allocatable, counting running and newly bound tasks.
+    load: dict[str, Counter] = defaultdict(Counter)
+    for node, request in Task.objects.filter(status__in=["Running", "Binding"]).values_list(
+            "node__name", "request"):
+        load[node].update(request)
+        load[node]["pods"] += 1
+    alloc = dict(Node.objects.values_list("name", "allocatable"))
+    for node, used in load.items():
+        assert all(v <= alloc[node].get(k, 0) for k, v in used.items()), node
+    assert start_bound(pg) == run.binds
+    read_s, rows = raw_read_floor(pg)
+    assert read_s > 0 and rows >= Task.objects.count() - Task.objects.filter(job__phase="Completed").count()
+    assert raw_copy_floor(pg, 100) > 0
