@@ -59,11 +59,14 @@ def test_environment_wiring(compose):
         service = compose["services"][name]
         env = service["environment"]
         assert env["DJANGO_SETTINGS_MODULE"] == "schedweb.settings_production"
-        assert env["DATABASE_URL"] == "postgres://schedweb:schedweb@postgres:5432/schedweb"
+        assert env["DATABASE_URL"] == (
+            "postgres://schedweb:${POSTGRES_PASSWORD:?set POSTGRES_PASSWORD in .env}@postgres:5432/schedweb")
         assert env["REDIS_URL"] == "redis://redis:6379/0"
         assert "SECRET_KEY" not in env and service["env_file"] == ".env"
     pg = compose["services"]["postgres"]["environment"]
-    assert (pg["POSTGRES_USER"], pg["POSTGRES_PASSWORD"], pg["POSTGRES_DB"]) == ("schedweb",) * 3
+    assert (pg["POSTGRES_USER"], pg["POSTGRES_DB"]) == ("schedweb",) * 2
+    # No password in the repository: compose takes it from .env and refuses to start without it.
+    assert pg["POSTGRES_PASSWORD"] == "${POSTGRES_PASSWORD:?set POSTGRES_PASSWORD in .env}"
 
 
 def test_entrypoint_script_exists_and_is_executable(compose):

@@ -24,12 +24,9 @@ SECRET_PATTERNS = {
     "password in url": re.compile(r"[a-z+]+://[^/\s:@]+:[^/\s@]{6,}@(?!db[:/]|localhost|127\.0\.0\.1)"),
     "django secret key": re.compile(r"SECRET_KEY\s*=\s*['\"](?!django-insecure-)[^'\"]{20,}['\"]"),
 }
-# Known, deliberate matches: the compose stack's database password is a fixed default for a
-# database that is reachable only inside the compose network (no published port), and the
-# settings tests pass obviously fake keys.
+# Known, deliberate matches: the settings tests pass obviously fake keys. (The compose file's
+# database URL interpolates ${POSTGRES_PASSWORD} from .env, which the pattern does not match.)
 ALLOWED = {
-    ("docker-compose.yml", "password in url"),
-    ("tests/web/test_compose.py", "password in url"),
     ("tests/web/test_settings.py", "django secret key"),
 }
 
@@ -68,14 +65,15 @@ def test_no_secret_in_tracked_files():
 
 
 def test_the_secret_patterns_do_catch_secrets():
+    # Split literals, so this file does not itself trip the scan of tracked files.
     samples = {
-        "private key": "-----BEGIN RSA PRIVATE KEY-----",
+        "private key": "-----BEGIN RSA " + "PRIVATE KEY-----",
         "schedweb api key": "swt_" + "a" * 43,
-        "aws access key": "AKIAABCDEFGHIJKLMNOP",
+        "aws access key": "AKIA" + "ABCDEFGHIJKLMNOP",
         "github token": "ghp_" + "A" * 36,
-        "slack token": "xoxb-1234567890-abc",
-        "password in url": "postgres://admin:hunter22@prod.example.com/db",
-        "django secret key": 'SECRET_KEY = "k3y-that-is-long-enough-to-be-real"',
+        "slack token": "xoxb" + "-1234567890-abc",
+        "password in url": "postgres://admin:" + "hunter22@prod.example.com/db",
+        "django secret key": "SECRET_KEY = " + '"k3y-that-is-long-enough-to-be-real"',
     }
     assert {label: bool(SECRET_PATTERNS[label].search(text)) for label, text in samples.items()} == \
         dict.fromkeys(samples, True)
