@@ -8,6 +8,8 @@ from django.conf import settings
 from django.contrib.auth.models import Group
 from django.db import models
 
+from scheduler_core import model as scheduler_model
+
 
 class QueueState(models.TextChoices):
     """Volcano queue states."""
@@ -28,18 +30,8 @@ class JobPhase(models.TextChoices):
     CANCELLED = "Cancelled"
 
 
-class TaskStatus(models.TextChoices):
-    """Task (pod) statuses; values equal scheduler_core.model.TaskStatus values."""
-
-    PENDING = "Pending"
-    ALLOCATED = "Allocated"
-    PIPELINED = "Pipelined"
-    BINDING = "Binding"
-    BOUND = "Bound"
-    RUNNING = "Running"
-    RELEASING = "Releasing"
-    SUCCEEDED = "Succeeded"
-    FAILED = "Failed"
+# Task (pod) statuses: derived from the scheduler's enum so the two can never drift apart.
+TaskStatus = models.TextChoices("TaskStatus", [(s.name, s.value) for s in scheduler_model.TaskStatus])
 
 
 class PreemptionPolicy(models.TextChoices):
