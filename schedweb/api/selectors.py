@@ -8,6 +8,7 @@ from typing import Any
 from django.db.models import Count
 
 from schedweb.core.models import Job, Queue, Task
+from schedweb.scheduling.selectors import latest_samples
 
 # Status names as stored (scheduler_core.model.TaskStatus values).
 ALLOCATED_STATUSES = ("Allocated", "Binding", "Bound", "Running")
@@ -23,10 +24,11 @@ def _add_scaled(total: dict[str, float], resource: dict[str, Any] | None, times:
 def queue_figures() -> dict[int, dict[str, Any]]:
     """Per queue id: allocated, request, pending_jobs and the cycle's deserved/real_capability/share.
 
-    The one place that knows where figures come from. Until the scheduling cycle stores a
-    per-queue sample, allocated/request are summed from tasks (grouping identical requests, so
-    the SQL returns one row per distinct (queue, status, request), not per task) and the
-    cycle-only figures are None. Resources are in stored units. Two queries, whatever the size.
+    The one place that knows where figures come from: allocated/request are summed from the
+    tasks as they stand now (grouping identical requests, so the SQL returns one row per distinct
+    (queue, status, request), not per task); deserved/real_capability/share come from the newest
+    cycle's QueueSample rows (None before the first cycle, or for a queue the queue plugin does
+    not report). Resources are in stored units. Four queries, whatever the size.
     """
     allocated: dict[int, dict[str, float]] = defaultdict(dict)
     request: dict[int, dict[str, float]] = defaultdict(dict)
@@ -45,15 +47,18 @@ def queue_figures() -> dict[int, dict[str, Any]]:
         Job.objects.filter(phase__in=PENDING_JOB_PHASES).values("queue_id").annotate(n=Count("id"))
         .order_by().values_list("queue_id", "n")
     )
-    ids = set(allocated) | set(request) | set(pending)
+    samples = latest_samples()
+    ids_by_name = dict(Queue.objects.filter(name__in=list(samples)).values_list("name", "id"))
+    sampled = {ids_by_name[name]: row for name, row in samples.items() if name in ids_by_name}
+    ids = set(allocated) | set(request) | set(pending) | set(sampled)
     return {
         qid: {
             "allocated": allocated.get(qid) or {},
             "request": request.get(qid) or {},
             "pending_jobs": pending.get(qid, 0),
-            "deserved": None,
-            "real_capability": None,
-            "share": None,
+            "deserved": (sampled.get(qid) or {}).get("deserved"),
+            "real_capability": (sampled.get(qid) or {}).get("real_capability"),
+            "share": (sampled.get(qid) or {}).get("share"),
         }
         for qid in ids
     }

@@ -71,19 +71,12 @@ def cycle_health(window: timedelta = timedelta(hours=1)) -> CycleHealth:
 
 
 def latest_samples() -> dict[str, dict[str, Any]]:
-    """Per queue name, the figures of the newest cycle that recorded samples (one query).
-
-    Keys: deserved, allocated, request, inqueue, elastic, capability, real_capability,
-    guarantee (stored units or None), share, overused, explanation, cycle_id.
-    """
-    model = _model("QueueSample")
-    if model is None:
+    """Per queue name, the newest cycle's figures (schedweb.scheduling.selectors.latest_samples)."""
+    if _model("QueueSample") is None:
         return {}
-    latest = model.objects.order_by("-cycle_id").values_list("cycle_id", flat=True)[:1]
-    rows = model.objects.filter(cycle_id__in=latest).values(
-        "queue", "cycle_id", "deserved", "allocated", "request", "inqueue", "elastic", "capability",
-        "real_capability", "guarantee", "share", "overused", "explanation")
-    return {row["queue"]: row for row in rows}
+    from schedweb.scheduling.selectors import latest_samples as shared
+
+    return shared()
 
 
 def sample_history(queue_name: str, since: datetime | None, limit: int = 2000) -> list[dict[str, Any]]:

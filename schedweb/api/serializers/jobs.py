@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from django.apps import apps
 from rest_framework import serializers
 
 from schedweb.api.serializers.base import (
@@ -169,14 +168,10 @@ class JobDetailSerializer(JobSerializer):
         """The job's tasks (prefetched by the view)."""
         return TaskSerializer(obj.tasks.all(), many=True, context=self.context).data
 
-    def get_reason_history(self, obj) -> list[dict] | None:
-        """Past reasons from schedweb.scheduling's JobReasonHistory, once that app is installed."""
-        if not apps.is_installed("schedweb.scheduling"):
-            return None
-        try:
-            model = apps.get_model("scheduling", "JobReasonHistory")
-        except LookupError:
-            return None
-        rows = model.objects.filter(job=obj).order_by("-id")[:50]
-        return [{"code": getattr(r, "code", None), "message": getattr(r, "message", None),
-                 "since": getattr(r, "since", None) or getattr(r, "created", None)} for r in rows]
+    def get_reason_history(self, obj) -> list[dict]:
+        """The job's reason timeline (schedweb.scheduling's JobReasonHistory), newest first."""
+        from schedweb.scheduling.models import JobReasonHistory
+
+        rows = JobReasonHistory.objects.filter(job=obj).order_by("-first_seen", "-id")[:50]
+        return [{"code": r.code, "message": r.message, "first_seen": r.first_seen,
+                 "last_seen": r.last_seen, "current": r.current} for r in rows]

@@ -197,3 +197,22 @@ def test_cancel_releases_tasks(setup, method):
     assert job.phase == "Cancelled"
     assert set(Task.objects.filter(job=job).values_list("status", flat=True)) <= {"Releasing", "Failed",
                                                                                    "Succeeded"}
+
+
+def test_detail_shows_the_reason_timeline_written_by_cycles(setup):
+    from schedweb.scheduling.cycle import cycle_run
+
+    from .conftest import make_node
+
+    client = setup[0]
+    make_node("n1", cpu="1", memory="4Gi")  # the 2-task gang needs 2 cpu: it cannot start
+    created = client.post("/api/v1/jobs/", job_body("leaf", tasks=2), format="json")
+    assert created.status_code == 201
+    cycle_run()
+    cycle_run()  # the same reason again: the span grows, no new row
+    body = client.get(f"/api/v1/jobs/{created.json()['id']}/").json()
+    history = body["reason_history"]
+    assert len(history) == 1
+    assert (history[0]["code"], history[0]["current"]) == (body["reason"]["code"], True)
+    assert history[0]["message"] == body["reason"]["message"] and history[0]["message"]
+    assert history[0]["last_seen"] > history[0]["first_seen"]

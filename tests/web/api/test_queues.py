@@ -92,3 +92,27 @@ def test_tree_has_hierarchy_and_figures(staff):
     assert parent["capability"] == {"cpu": 20} and parent["guarantee"] == {"cpu": 2}
     assert parent["pending_jobs"] == 1
     assert tree["children"][1]["figures"]["allocated"] == {}
+
+
+def test_tree_carries_the_latest_cycle_figures(make_user, client_for):
+    from schedweb.scheduling.cycle import cycle_run
+    from schedweb.scheduling.models import QueueSample
+
+    from .conftest import job_body, make_node
+
+    team = make_queue("team")
+    make_queue("leaf", team)
+    make_node("n1", cpu="8", memory="32Gi")
+    client = client_for(make_user("reader", staff=True))
+    assert client.post("/api/v1/jobs/", job_body("leaf", tasks=2), format="json").status_code == 201
+    before = client.get("/api/v1/queues/tree/").json()
+    leaf_before = before["children"][0]["children"][0]
+    assert leaf_before["name"] == "leaf"
+    assert (leaf_before["figures"]["deserved"], leaf_before["figures"]["share"]) == (None, None)
+    cycle_run()
+    sample = QueueSample.objects.get(queue="leaf")
+    leaf = client.get("/api/v1/queues/tree/").json()["children"][0]["children"][0]["figures"]
+    # One queue with jobs under proportion: it deserves what it asks for (2 x 1 cpu, 2 x 1Gi).
+    assert leaf["deserved"] == {"cpu": 2, "memory": 2 * GI}
+    assert sample.deserved == {"cpu": 2000.0, "memory": 2.0 * GI}
+    assert leaf["share"] == sample.share
