@@ -7,6 +7,7 @@ from rest_framework.routers import DefaultRouter
 
 from schedweb.api.exceptions import NotFoundView
 from schedweb.api.views.cluster import NamespaceQuotaViewSet, PriorityClassViewSet, SchedulerConfigViewSet
+from schedweb.api.views.cycles import CycleViewSet
 from schedweb.api.views.jobs import JobViewSet, TaskViewSet
 from schedweb.api.views.manifests import ManifestExportView, ManifestImportView
 from schedweb.api.views.me import MeView
@@ -27,15 +28,18 @@ router.register("priority-classes", PriorityClassViewSet, basename="priorityclas
 router.register("namespace-quotas", NamespaceQuotaViewSet, basename="namespacequota")
 router.register("tokens", TokenViewSet, basename="token")
 router.register("audit", AuditEntryViewSet, basename="audit")
+router.register("cycles", CycleViewSet, basename="cycle")
 
 scheduler_config = SchedulerConfigViewSet.as_view({"get": "list", "put": "replace"})
 scheduler_config_versions = SchedulerConfigViewSet.as_view({"get": "versions"})
+scheduler_config_dry_run = SchedulerConfigViewSet.as_view({"post": "dry_run"})
 
 urlpatterns = [
     path("schema/", SchemaView.as_view(), name="schema"),
     path("docs/", DocsView.as_view(url_name="api:schema"), name="docs"),
     path("v1/scheduler-config/", scheduler_config, name="scheduler-config"),
     path("v1/scheduler-config/versions/", scheduler_config_versions, name="scheduler-config-versions"),
+    path("v1/scheduler-config/dry-run/", scheduler_config_dry_run, name="scheduler-config-dry-run"),
     path("v1/me/", MeView.as_view(), name="me"),
     path("v1/manifests/import/", ManifestImportView.as_view(), name="manifest-import"),
     path("v1/manifests/export/", ManifestExportView.as_view(), name="manifest-export"),

@@ -102,6 +102,12 @@ class SchedulerConfigWriteSerializer(StrictSerializer):
     comment = serializers.CharField(required=False, allow_blank=True, default="", max_length=500)
 
 
+class SchedulerConfigDryRunSerializer(StrictSerializer):
+    """A configuration to try (empty or absent: the active one)."""
+
+    yaml = serializers.CharField(required=False, allow_blank=True, default="")
+
+
 class TokenSerializer(serializers.Serializer):
     """An API token without its secret."""
 

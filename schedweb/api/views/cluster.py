@@ -5,7 +5,7 @@ from __future__ import annotations
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import NotFound
+from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.filters import OrderingFilter
 from rest_framework.response import Response
 
@@ -14,6 +14,7 @@ from schedweb.api.selectors import namespace_used
 from schedweb.api.serializers.cluster import (
     NamespaceQuotaSerializer,
     PriorityClassSerializer,
+    SchedulerConfigDryRunSerializer,
     SchedulerConfigSerializer,
     SchedulerConfigWriteSerializer,
 )
@@ -128,6 +129,21 @@ class SchedulerConfigViewSet(viewsets.GenericViewSet):
         config = services.scheduler_config_activate(yaml=data["yaml"], comment=data["comment"],
                                                     created_by=request.user)
         return Response(self.get_serializer(self.get_queryset().get(pk=config.pk)).data)
+
+    @extend_schema(request=SchedulerConfigDryRunSerializer,
+                   responses={200: OpenApiResponse(description="What one session would change (no writes): "
+                                                   "binds, pipelined, evictions, job_phase_changes, "
+                                                   "reasons, queues (after) and queues_before.")})
+    def dry_run(self, request):
+        """Run one session on the current state with the given (or the active) configuration."""
+        from scheduler_core.framework.conf import ConfError
+        from schedweb.scheduling.dry_run import dry_run
+
+        data = validated(SchedulerConfigDryRunSerializer, request)
+        try:
+            return Response(dry_run(yaml=data["yaml"]))
+        except ConfError as exc:
+            raise ValidationError({"yaml": [str(exc)]}) from None
 
     @extend_schema(responses={200: SchedulerConfigSerializer(many=True)})
     @action(detail=False, methods=["get"])
