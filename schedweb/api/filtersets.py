@@ -2,10 +2,28 @@
 
 from __future__ import annotations
 
+from datetime import UTC
+
 import django_filters
 from django.db.models import Q, QuerySet
+from rest_framework import serializers
 
 from schedweb.core.models import Job, Node, Queue, Task
+
+
+class UtcDateTimeFilter(django_filters.IsoDateTimeFilter):
+    """An ISO 8601 time, compared in UTC: PostgreSQL refuses offsets beyond +-15:59 that Python
+    accepts, and a time near year 9999 may not exist in UTC at all (a 400, not a 500)."""
+
+    def filter(self, qs, value):
+        """Filter by the value converted to UTC."""
+        if value:
+            try:
+                value = value.astimezone(UTC)
+            except OverflowError:
+                raise serializers.ValidationError({self.field_name: ["Time out of range."]}) from None
+        return super().filter(qs, value)
+
 
 JOB_PHASES = ("Pending", "Inqueue", "Running", "Unknown", "Completed", "Cancelled")
 TASK_STATUSES = ("Pending", "Allocated", "Pipelined", "Binding", "Bound", "Running", "Releasing",

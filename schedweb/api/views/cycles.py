@@ -6,6 +6,7 @@ from django_filters import rest_framework as filters
 from rest_framework import mixins, permissions, serializers, viewsets
 from rest_framework.response import Response
 
+from schedweb.api.filtersets import UtcDateTimeFilter
 from schedweb.scheduling.models import CycleRun, QueueSample
 
 
@@ -40,7 +41,7 @@ class CycleDetailSerializer(CycleRunSerializer):
 class CycleFilterSet(filters.FilterSet):
     """?skipped=true|false, ?has_errors=true|false, ?since=<ISO time>."""
 
-    since = filters.IsoDateTimeFilter(field_name="started", lookup_expr="gte")
+    since = UtcDateTimeFilter(field_name="started", lookup_expr="gte")
     has_errors = filters.BooleanFilter(method="filter_errors")
 
     class Meta:

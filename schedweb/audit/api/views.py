@@ -2,29 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import UTC
-
 import django_filters
 from django_filters.rest_framework import DjangoFilterBackend
-from rest_framework import mixins, serializers, viewsets
+from rest_framework import mixins, viewsets
 
+from schedweb.api.filtersets import UtcDateTimeFilter
 from schedweb.audit.api.serializers import AuditEntrySerializer
 from schedweb.audit.models import AuditAction, AuditEntry, AuditObjectType
 from schedweb.audit.selectors import about_queue, entries_for
-
-
-class UtcDateTimeFilter(django_filters.IsoDateTimeFilter):
-    """An ISO 8601 time, compared in UTC: PostgreSQL refuses offsets beyond +-15:59 that Python
-    accepts, and a time near year 9999 may not exist in UTC at all (a 400, not a 500)."""
-
-    def filter(self, qs, value):
-        """Filter by the value converted to UTC."""
-        if value:
-            try:
-                value = value.astimezone(UTC)
-            except OverflowError:
-                raise serializers.ValidationError({self.field_name: ["Time out of range."]}) from None
-        return super().filter(qs, value)
 
 
 class AuditEntryFilterSet(django_filters.FilterSet):

@@ -41,7 +41,8 @@ def test_dry_run_reports_binds_and_writes_nothing(make_user, client_for):
 
 def test_dry_run_refuses_bad_config_and_non_staff(make_user, client_for):
     staff = client_for(make_user("ops", staff=True))
-    bad = staff.post("/api/v1/scheduler-config/dry-run/", {"yaml": "actions: 'enqueue, teleport'"}, format="json")
+    bad = staff.post("/api/v1/scheduler-config/dry-run/", {"yaml": "actions: 'enqueue, teleport'"},
+                     format="json")
     assert bad.status_code == 400 and "teleport" in bad.json()["error"]["fields"]["yaml"][0]
     other = client_for(make_user("bob"))
     assert other.post("/api/v1/scheduler-config/dry-run/", {}, format="json").status_code == 403
