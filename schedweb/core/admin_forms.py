@@ -6,9 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
-from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
+from django.core.exceptions import ValidationError
 
 from schedweb.core import services
+from schedweb.core.forms import add_service_errors
 from schedweb.core.models import NamespaceQuota, Node, PriorityClass, Queue, SchedulerConfig
 from schedweb.core.validation import resources_for_input
 
@@ -45,12 +46,7 @@ class ServiceModelForm(forms.ModelForm):
         try:
             self.instance = self.run_service(self.cleaned_data)
         except ValidationError as exc:
-            for field, messages in exc.message_dict.items():
-                if field in self.fields:
-                    self.add_error(field, messages)
-                else:
-                    label = "" if field == NON_FIELD_ERRORS else f"{field}: "
-                    self.add_error(None, [f"{label}{m}" for m in messages])
+            add_service_errors(self, exc)
 
     def save(self, commit: bool = True) -> Any:
         """The service already saved; hand back its object."""

@@ -6,9 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
-from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
+from django.core.exceptions import ValidationError
 
 from schedweb.core import services
+from schedweb.core.forms import add_service_errors
 from schedweb.core.models import Queue
 from schedweb.core.validation import resources_for_input
 
@@ -53,10 +54,5 @@ class QueueEditForm(forms.Form):
         try:
             self.queue = services.queue_update(queue=self.queue, **{k: data.get(k) for k in self.fields})
         except ValidationError as exc:
-            for field, messages in exc.message_dict.items():
-                if field in self.fields:
-                    self.add_error(field, messages)
-                else:
-                    prefix = "" if field == NON_FIELD_ERRORS else f"{field}: "
-                    self.add_error(None, [f"{prefix}{m}" for m in messages])
+            add_service_errors(self, exc)
         return data
