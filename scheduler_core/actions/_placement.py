@@ -218,9 +218,7 @@ class ClassState:
         idle_fit = self.idle_fit[r] = ok and all(v - idle[r, j] < MIN_RESOURCE for j, v in self.need)
         fut_fit = self.future_fit[r] = ok and all(v - fut[r, j] < MIN_RESOURCE for j, v in self.need)
         if self.ok[r] and fut_fit:
-            mask = np.zeros(len(table), dtype=bool)
-            mask[r] = True
-            s = self.scores[r] = ssn.node_scores(task, mask)[r]
+            s = self.scores[r] = ssn.node_row_score(task, r)
             self.best_idle[r] = s if idle_fit else _NEG
             self.best_future[r] = _NEG if idle_fit else s
         else:

@@ -61,12 +61,16 @@ class CallbackRegistry:
         self._tier_cache: dict[str, list[list[tuple[str, Any]]]] = {}
         self._flat_cache: dict[str, list[tuple[str, Any]]] = {}
         self.event_handlers: list[EventHandler] = []
+        # Optional one-row variants of node-order callbacks: (task, row) -> float on the
+        # session's full NodeTable; the per-placement re-score then makes no numpy calls.
+        self._row_fns: dict[str, dict[str, Any]] = {"node_order": {}, "batch_node_order": {}}
 
     # -- registration ------------------------------------------------------------------------
     def _add(self, kind: str, name: str, fn: Any) -> None:
         self._fns[kind][name] = fn
         self._tier_cache.pop(kind, None)
         self._flat_cache.pop(kind, None)
+        self._flat_cache.pop("_row_score", None)
 
     def add_job_order_fn(self, name: str, fn: Callable[[JobInfo, JobInfo], int]) -> None:
         """Job order: <0 when l goes first."""
@@ -97,13 +101,28 @@ class CallbackRegistry:
         """
         self._add("predicate", name, (fn, static))
 
-    def add_node_order_fn(self, name: str, fn: Callable) -> None:
-        """Node scores `(task, table, mask) -> float array` (row-aligned); summed over plugins."""
-        self._add("node_order", name, fn)
+    def add_node_order_fn(self, name: str, fn: Callable, row_fn: Callable | None = None) -> None:
+        """Node scores `(task, table, mask) -> float array` (row-aligned); summed over plugins.
 
-    def add_batch_node_order_fn(self, name: str, fn: Callable) -> None:
-        """Batch node scores, same signature as node order; added on top."""
+        `row_fn(task, row) -> float`, when given, must equal `fn`'s score of that row of the
+        session's full table; it serves the one-row re-score after each placement.
+        """
+        self._add("node_order", name, fn)
+        self._row_fns["node_order"][name] = row_fn
+
+    def add_batch_node_order_fn(self, name: str, fn: Callable, row_fn: Callable | None = None) -> None:
+        """Batch node scores, same signature as node order; added on top (`row_fn` as above)."""
         self._add("batch_node_order", name, fn)
+        self._row_fns["batch_node_order"][name] = row_fn
+
+    def row_score_fns(self) -> list[tuple[str, Callable | None]]:
+        """Enabled node-order then batch-node-order callbacks as (plugin, row_fn or None)."""
+        hit = self._flat_cache.get("_row_score")
+        if hit is None:
+            hit = [(name, self._row_fns[kind].get(name))
+                   for kind in ("node_order", "batch_node_order") for name, _ in self._flat(kind)]
+            self._flat_cache["_row_score"] = hit
+        return hit
 
     def add_preemptable_fn(self, name: str, fn: Callable) -> None:
         """Victims `(preemptor, preemptees) -> (victims, vote)`; vote 0 = abstain."""

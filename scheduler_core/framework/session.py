@@ -135,6 +135,22 @@ class Session(CallbackRegistry):
             scores += fn(task, table, mask)
         return scores
 
+    def node_row_score(self, task: TaskInfo, row: int) -> float:
+        """`node_scores(task, mask)[row]` for a mask holding only `row` (the per-placement re-score).
+
+        Plugins that registered a `row_fn` answer in plain floats; the others score the row's
+        one-row view, exactly as node_scores would.
+        """
+        fns = self.row_score_fns()
+        if all(fn is not None for _, fn in fns):
+            total = 0.0
+            for _, fn in fns:
+                total += fn(task, row)
+            return total
+        mask = np.zeros(len(self.node_table), dtype=bool)
+        mask[row] = True
+        return float(self.node_scores(task, mask)[row])
+
     def best_node(self, task: TaskInfo, mask: np.ndarray) -> int | None:
         """Row with the highest score among `mask` (ties: lowest row = name first); None if empty."""
         if not mask.any():

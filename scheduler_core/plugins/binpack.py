@@ -55,6 +55,10 @@ class BinpackPlugin(Plugin):
         super().__init__(arguments)
         self.weight, self.resource_weights = parse_weights(self.arguments)
         self._plans: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray, int]] = {}
+        # id(request Resource) -> (that Resource, [(column, request, weight)], factor): the
+        # one-row scorer's plan in Python floats (the Resource is kept so the id stays valid).
+        self._row_plans: dict[int, tuple[Any, list[tuple[int, float, float]], float]] = {}
+        self._full: NodeTable | None = None
 
     def _plan(self, task: TaskInfo, table: NodeTable) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
         """(columns, requests, weights, weight sum) of the scored resources, cached per request."""
@@ -83,19 +87,30 @@ class BinpackPlugin(Plugin):
         self._plans[key] = hit
         return hit
 
-    def _row_score(self, task: TaskInfo, table: NodeTable) -> float:
-        """score() of a one-row table in plain floats (the per-placement re-score: no numpy calls)."""
-        cols, reqs, weights, weight_sum = self._plan(task, table)
-        alloc, used = table.allocatable[0].tolist(), table.used[0].tolist()  # Python floats
+    def _row_score(self, task: TaskInfo, table: NodeTable, r: int = 0) -> float:
+        """score() of row r in plain floats (the per-placement re-score: no numpy calls)."""
+        plan = self._row_plans.get(id(task.resreq))
+        if plan is None or plan[0] is not task.resreq:
+            cols, reqs, weights, weight_sum = self._plan(task, table)
+            plan = (task.resreq, list(zip(cols.tolist(), reqs.tolist(), weights.tolist(), strict=True)),
+                    (MAX_NODE_SCORE * self.weight / weight_sum) if weight_sum else 0.0)
+            self._row_plans[id(task.resreq)] = plan
+        alloc, used = table.allocatable, table.used
         acc = 0.0
-        for j, request, w in zip(cols.tolist(), reqs.tolist(), weights.tolist(), strict=True):
-            a = alloc[j]
+        for j, request, w in plan[1]:
+            a = float(alloc[r, j])
             if a > 0:
-                final = used[j] + request
+                final = float(used[r, j]) + request
                 if final > a:
                     return 0.0
                 acc += final * w / a
-        return acc * (MAX_NODE_SCORE * self.weight / weight_sum)
+        return acc * plan[2]
+
+    def row_score(self, task: TaskInfo, r: int) -> float:
+        """score() of row r of the session's table."""
+        if self.weight == 0 or self._full is None or not self._plan(task, self._full)[3]:
+            return 0.0
+        return self._row_score(task, self._full, r)
 
     def score(self, task: TaskInfo, table: NodeTable, mask: np.ndarray) -> np.ndarray:
         """Volcano's BinPackingScore for every row in `mask` (others 0)."""
@@ -121,4 +136,6 @@ class BinpackPlugin(Plugin):
     def on_session_open(self, ssn: Session) -> None:
         """Register the node order score."""
         self._plans.clear()
-        ssn.add_node_order_fn(self.name, self.score)
+        self._row_plans.clear()
+        self._full = ssn.node_table
+        ssn.add_node_order_fn(self.name, self.score, self.row_score)

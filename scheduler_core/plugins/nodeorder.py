@@ -108,6 +108,8 @@ class NodeOrderPlugin(Plugin):
     def __init__(self, arguments: dict | None = None) -> None:
         super().__init__(arguments)
         self.weights = {name: _weight(self.arguments, name) for name in DEFAULT_WEIGHTS}
+        self._resource_weights = (self.weights["leastrequested"], self.weights["mostrequested"],
+                                  self.weights["balancedresource"])
         self.static: NodeStatic | None = None
         self._affinity: dict[str, np.ndarray] = {}
         self._taints: dict[str, np.ndarray] = {}
@@ -149,36 +151,58 @@ class NodeOrderPlugin(Plugin):
         return self.static
 
     def _row_score(self, task: TaskInfo, table: NodeTable) -> float:
-        """score() of a one-row table in plain floats (the per-placement re-score: no numpy calls).
+        """score() of a one-row view (the per-placement re-score): the full table's row."""
+        return self.row_score(task, int(table.rows[0])) if table.rows is not None else \
+            self._resource_row(task, table, 0)
+
+    def _resource_row(self, task: TaskInfo, table: NodeTable, r: int) -> float:
+        """Least/most requested and balanced resource of row r in plain floats (no numpy calls).
 
         Same arithmetic, in the same order, as least_requested / most_requested / balanced_resource.
         """
-        w = self.weights
-        used, alloc = table.used[0].tolist(), table.allocatable[0].tolist()  # Python floats
-        reqs = (used[0] + task.resreq.milli_cpu, used[1] + task.resreq.memory)
-        allocs = (alloc[0], alloc[1])
+        wl, wm, wb = self._resource_weights
+        used, alloc = table.used, table.allocatable
+        a0, a1 = float(alloc[r, 0]), float(alloc[r, 1])
+        r0, r1 = float(used[r, 0]) + task.resreq.milli_cpu, float(used[r, 1]) + task.resreq.memory
         total = 0.0
-        npos = (allocs[0] > 0) + (allocs[1] > 0)
-        if w["leastrequested"]:
+        npos = max((a0 > 0) + (a1 > 0), 1)
+        if wl:
             s = 0.0
-            for r, a in zip(reqs, allocs, strict=True):
-                if a > 0 and r <= a:
-                    s += math.floor((a - r) * MAX_NODE_SCORE / a)
-            total += w["leastrequested"] * (s // max(npos, 1))
-        if w["mostrequested"]:
+            if a0 > 0 and r0 <= a0:
+                s += math.floor((a0 - r0) * MAX_NODE_SCORE / a0)
+            if a1 > 0 and r1 <= a1:
+                s += math.floor((a1 - r1) * MAX_NODE_SCORE / a1)
+            total += wl * (s // npos)
+        if wm:
             s = 0.0
-            for r, a in zip(reqs, allocs, strict=True):
-                if a > 0:
-                    s += math.floor(min(r, a) * MAX_NODE_SCORE / a)
-            total += w["mostrequested"] * (s // max(npos, 1))
-        if w["balancedresource"]:
+            if a0 > 0:
+                s += math.floor(min(r0, a0) * MAX_NODE_SCORE / a0)
+            if a1 > 0:
+                s += math.floor(min(r1, a1) * MAX_NODE_SCORE / a1)
+            total += wm * (s // npos)
+        if wb:
             std = 0.0
-            if npos == 2:
-                std = abs(min(reqs[0] / allocs[0], 1.0) - min(reqs[1] / allocs[1], 1.0)) / 2
-            total += w["balancedresource"] * math.trunc((1 - std) * MAX_NODE_SCORE)
-        if w["nodeaffinity"] and task.affinity:
-            total += w["nodeaffinity"] * float(self.affinity_scores(task, self._static(table))[table.rows[0]])
+            if a0 > 0 and a1 > 0:
+                std = abs(min(r0 / a0, 1.0) - min(r1 / a1, 1.0)) / 2
+            total += wb * math.trunc((1 - std) * MAX_NODE_SCORE)
         return total
+
+    def row_score(self, task: TaskInfo, r: int) -> float:
+        """score() of row r of the session's table, in plain floats."""
+        full = self._full
+        if full is None:
+            raise ValueError("nodeorder: row_score outside a session")
+        total = self._resource_row(task, full, r)
+        if self.weights["nodeaffinity"] and task.affinity:
+            total += self.weights["nodeaffinity"] * float(self.affinity_scores(task, self._static(full))[r])
+        return total
+
+    def batch_row_score(self, task: TaskInfo, r: int) -> float:
+        """batch_score() of row r of the session's table."""
+        w = self.weights["tainttoleration"]
+        if not w or self._full is None:
+            return 0.0
+        return float(w * self.taint_scores(task, self._static(self._full))[r])
 
     def score(self, task: TaskInfo, table: NodeTable, mask: np.ndarray) -> np.ndarray:
         """Weighted resource and node affinity scores; rows outside `mask` score 0."""
@@ -215,8 +239,8 @@ class NodeOrderPlugin(Plugin):
         """Register the node order and batch node order scores."""
         self.static = None
         self._full = ssn.node_table
-        ssn.add_node_order_fn(self.name, self.score)
-        ssn.add_batch_node_order_fn(self.name, self.batch_score)
+        ssn.add_node_order_fn(self.name, self.score, self.row_score)
+        ssn.add_batch_node_order_fn(self.name, self.batch_score, self.batch_row_score)
 
     def on_session_close(self, ssn: Session) -> None:
         """Drop per-session caches."""
