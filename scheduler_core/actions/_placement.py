@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     from scheduler_core.model import TaskInfo
 
 _NEG = -np.inf
+# Up to this many changed rows are re-scored one by one (node_row_score) rather than via a view.
+_ROW_BY_ROW = 8
 
 
 def fit_errors(ssn: Session, task: TaskInfo, ok: np.ndarray, predicate_counts: dict[str, int],
@@ -237,9 +239,15 @@ class ClassState:
         future_fit = self.future_fit[idx] = self._fits(table.future[idx])
         cand = self.ok[idx] & future_fit
         if cand.any():
-            mask = np.zeros(len(table), dtype=bool)
-            mask[idx[cand]] = True
-            self.scores[idx] = ssn.node_scores(task, mask)[idx]
+            rows = idx[cand]
+            if len(rows) <= _ROW_BY_ROW:
+                # A handful of rows: plain-float row scores beat building a view.
+                for r in rows.tolist():
+                    self.scores[r] = ssn.node_row_score(task, r)
+            else:
+                mask = np.zeros(len(table), dtype=bool)
+                mask[rows] = True
+                self.scores[rows] = ssn.node_scores(task, mask)[rows]
         s = self.scores[idx]
         self.best_idle[idx] = np.where(cand & idle_fit, s, _NEG)
         self.best_future[idx] = np.where(cand & ~idle_fit, s, _NEG)
