@@ -33,6 +33,9 @@ ALLOCATED_STATUSES = frozenset(
     {TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING})
 OCCUPYING_STATUSES = ALLOCATED_STATUSES | {TaskStatus.RELEASING}
 TERMINAL_STATUSES = frozenset({TaskStatus.SUCCEEDED, TaskStatus.FAILED})
+# Volcano's ReadyTaskNum statuses (JobInfo keeps their count current).
+READY_STATUSES = frozenset({TaskStatus.BOUND, TaskStatus.BINDING, TaskStatus.RUNNING, TaskStatus.ALLOCATED,
+                            TaskStatus.SUCCEEDED})
 
 
 class JobPhase(StrEnum):
@@ -140,12 +143,16 @@ class JobInfo:
     total_request: Resource = field(default_factory=Resource.empty)
     # Pending best-effort tasks, kept current by _index/_unindex (gang checks ask it often).
     _pending_be: int = field(default=0, repr=False)
+    # Tasks in READY_STATUSES, kept current by _index/_unindex (gang and order plugins ask often).
+    _ready: int = field(default=0, repr=False)
 
     # -- task bookkeeping ------------------------------------------------------------------
     def _index(self, task: TaskInfo) -> None:
         self.task_status_index.setdefault(task.status, {})[task.uid] = task
         if task.status is TaskStatus.PENDING and task.best_effort:
             self._pending_be += 1
+        if task.status in READY_STATUSES:
+            self._ready += 1
         if task.status in ALLOCATED_STATUSES:
             self.allocated.add(task.resreq)
         if task.status not in TERMINAL_STATUSES:
@@ -159,6 +166,8 @@ class JobInfo:
                 del self.task_status_index[task.status]
         if task.status is TaskStatus.PENDING and task.best_effort:
             self._pending_be -= 1
+        if task.status in READY_STATUSES:
+            self._ready -= 1
         if task.status in ALLOCATED_STATUSES:
             self.allocated.sub_without_assert(task.resreq)
         if task.status not in TERMINAL_STATUSES:
@@ -200,8 +209,7 @@ class JobInfo:
     # -- gang figures (Volcano names) ------------------------------------------------------
     def ready_task_num(self) -> int:
         """Bound + Binding + Running + Allocated + Succeeded (Volcano's ReadyTaskNum)."""
-        return self.count(TaskStatus.BOUND, TaskStatus.BINDING, TaskStatus.RUNNING,
-                          TaskStatus.ALLOCATED, TaskStatus.SUCCEEDED)
+        return self._ready
 
     def waiting_task_num(self) -> int:
         """Pipelined tasks."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Iterable
 from functools import cmp_to_key
+from operator import attrgetter
 from typing import TYPE_CHECKING, Generic, TypeVar
 
 if TYPE_CHECKING:
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
     from scheduler_core.model import JobInfo, TaskInfo
 
 T = TypeVar("T")
+_CREATED_UID = attrgetter("created", "uid")
 
 
 class _Entry(Generic[T]):
@@ -67,7 +69,7 @@ class TaskList:
         classes: dict[tuple, list[TaskInfo]] = {}
         for t in tasks:
             classes.setdefault(t.sched_key, []).append(t)
-        runs = [sorted(ts, key=lambda t: (t.created, t.uid)) for ts in classes.values()]
+        runs = [sorted(ts, key=_CREATED_UID) if len(ts) > 1 else ts for ts in classes.values()]
         if len(runs) == 1:
             self._tasks = runs[0]
         else:

@@ -1,0 +1,35 @@
+"""JobInfo's incremental counters equal a recount after any sequence of status changes."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from scheduler_core.model import READY_STATUSES, TaskStatus
+from tests.core.builders import job, task
+
+STATUSES = list(TaskStatus)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 4), st.sampled_from(STATUSES)), max_size=40),
+       st.lists(st.booleans(), min_size=5, max_size=5))
+def test_ready_and_best_effort_counters_match_a_recount(moves, best_effort):
+    tasks = [task(f"t{i}", cpu=None if be else "1", memory=None if be else "1Gi")
+             for i, be in enumerate(best_effort)]
+    j = job("j")
+    for t in tasks:  # the builder leaves indexing to ClusterSnapshot.build; index here
+        t.job_uid = j.uid
+        j.add_task(t)
+    for i, status in moves:
+        j.update_task_status(tasks[i], status)
+        assert j.ready_task_num() == sum(t.status in READY_STATUSES for t in tasks)
+        assert j.pending_best_effort_task_num() == sum(
+            t.status is TaskStatus.PENDING and t.best_effort for t in tasks)
+    j.delete_task(tasks[0])
+    assert j.ready_task_num() == sum(t.status in READY_STATUSES for t in tasks[1:])
+
+
+def test_ready_statuses_are_volcanos():
+    assert READY_STATUSES == {TaskStatus.BOUND, TaskStatus.BINDING, TaskStatus.RUNNING,
+                              TaskStatus.ALLOCATED, TaskStatus.SUCCEEDED}
