@@ -56,6 +56,43 @@ class PriorityQueue(Generic[T]):
         return bool(self._heap)
 
 
+class KeyedQueue(Generic[T]):
+    """PriorityQueue with a sort key computed at push time (same interface, no comparator calls).
+
+    Same pop order as PriorityQueue(less) when the key agrees with `less` and an item's key
+    does not change while it sits in the queue (allocate: only the popped job or queue changes,
+    and it is re-keyed when pushed back).
+    """
+
+    def __init__(self, key: Callable[[T], tuple], items: Iterable[T] = ()) -> None:
+        self._key = key
+        self._seq = 0
+        self._heap: list[tuple[tuple, int, T]] = []
+        for item in items:
+            self.push(item)
+
+    def push(self, item: T) -> None:
+        """Add an item (its key is computed now)."""
+        self._seq += 1
+        heapq.heappush(self._heap, (self._key(item), self._seq, item))
+
+    def pop(self) -> T:
+        """Remove and return the first item."""
+        return heapq.heappop(self._heap)[2]
+
+    def __len__(self) -> int:
+        return len(self._heap)
+
+    def __bool__(self) -> bool:
+        return bool(self._heap)
+
+
+def allocation_queue(key: Callable[[T], tuple] | None,
+                     less: Callable[[T, T], bool]) -> PriorityQueue[T] | KeyedQueue[T]:
+    """A KeyedQueue when the session offers a sort key, else a comparator PriorityQueue."""
+    return KeyedQueue(key) if key is not None else PriorityQueue(less)
+
+
 class TaskList:
     """A job's tasks in session task order, consumed front to back.
 

@@ -64,6 +64,8 @@ class CallbackRegistry:
         # Optional one-row variants of node-order callbacks: (task, row) -> float on the
         # session's full NodeTable; the per-placement re-score then makes no numpy calls.
         self._row_fns: dict[str, dict[str, Any]] = {"node_order": {}, "batch_node_order": {}}
+        # Optional sort keys of order callbacks (see add_job_order_fn).
+        self._key_fns: dict[str, dict[str, Any]] = {"job_order": {}, "queue_order": {}}
 
     # -- registration ------------------------------------------------------------------------
     def _add(self, kind: str, name: str, fn: Any) -> None:
@@ -72,13 +74,40 @@ class CallbackRegistry:
         self._flat_cache.pop(kind, None)
         self._flat_cache.pop("_row_score", None)
 
-    def add_job_order_fn(self, name: str, fn: Callable[[JobInfo, JobInfo], int]) -> None:
-        """Job order: <0 when l goes first."""
-        self._add("job_order", name, fn)
+    def add_job_order_fn(self, name: str, fn: Callable[[JobInfo, JobInfo], int],
+                         key_fn: Callable[[JobInfo], Any] | None = None) -> None:
+        """Job order: <0 when l goes first.
 
-    def add_queue_order_fn(self, name: str, fn: Callable[[QueueInfo, QueueInfo], int]) -> None:
-        """Queue order: <0 when l goes first."""
+        `key_fn(job)`, when given, must agree with `fn`: `fn(l, r)` has the sign of comparing
+        `key_fn(l)` with `key_fn(r)` (so sorting by the key gives the comparator's order).
+        """
+        self._add("job_order", name, fn)
+        self._key_fns["job_order"][name] = key_fn
+
+    def add_queue_order_fn(self, name: str, fn: Callable[[QueueInfo, QueueInfo], int],
+                           key_fn: Callable[[QueueInfo], Any] | None = None) -> None:
+        """Queue order: <0 when l goes first (`key_fn` as for job order)."""
         self._add("queue_order", name, fn)
+        self._key_fns["queue_order"][name] = key_fn
+
+    def _order_key(self, kind: str, tail: Callable[[Any], tuple]) -> Callable[[Any], tuple] | None:
+        fns = [self._key_fns[kind].get(name) for name, _ in self._flat(kind)]
+        if any(fn is None for fn in fns):
+            return None
+        keys = [fn for fn in fns if fn is not None]
+        return lambda item: (*[k(item) for k in keys], *tail(item))
+
+    def job_order_key(self) -> Callable[[JobInfo], tuple] | None:
+        """A sort key equal to `job_compare`'s order, or None when an enabled plugin has no key.
+
+        The key is a snapshot of the job's state: valid while the plugins' figures it reads do
+        not change (allocate re-keys a job when it pushes it back).
+        """
+        return self._order_key("job_order", lambda j: (j.created, j.uid))
+
+    def queue_order_key(self) -> Callable[[QueueInfo], tuple] | None:
+        """A sort key equal to `queue_compare`'s order, or None (as `job_order_key`)."""
+        return self._order_key("queue_order", lambda q: (q.created, q.name))
 
     def add_victim_queue_order_fn(self, name: str,
                                   fn: Callable[[QueueInfo, QueueInfo, QueueInfo], int]) -> None:
@@ -348,3 +377,33 @@ class CallbackRegistry:
             for t in fn():
                 seen.setdefault(t.uid, t)
         return list(seen.values())
+
+    # -- victim pruning (optional hooks; actions use them to skip nodes, never to decide) -------
+    def add_victim_job_filter_fn(self, kind: str, name: str, fn: Callable[[JobInfo], bool]) -> None:
+        """Companion of plugin `name`'s `kind` ("preemptable"/"reclaimable") victims callback.
+
+        `fn(job)` False promises: while the job's own tasks keep their statuses, none of them
+        is in that callback's answer, for any actor and candidates; and the callback never
+        abstains. Lets the actions skip nodes whose candidates all belong to such jobs.
+        """
+        self.__dict__.setdefault("_victim_job_filters", {}).setdefault(kind, {})[name] = fn
+
+    def victim_job_filters(self, kind: str) -> list[Callable[[JobInfo], bool]] | None:
+        """Filters bounding the `kind` victims: a victim's job passes all of them.
+
+        They are the filters of the first tier with enabled `kind` callbacks (that tier decides,
+        since filtered callbacks never abstain); None when that tier has no filter (no bound);
+        `[]`-like "never" (one filter saying False) when no tier has callbacks (no victims).
+        """
+        filters = self.__dict__.get("_victim_job_filters", {}).get(kind, {})
+        for tier in self.enabled_fns(kind):
+            if not tier:
+                continue
+            found = [filters[name] for name, _ in tier if name in filters]
+            return found or None
+        return [_never]
+
+
+def _never(job: JobInfo) -> bool:
+    """No job gives victims (no plugin offers any)."""
+    return False

@@ -82,7 +82,7 @@ class DrfPlugin(Plugin):
             self.allocated[ev.task.job_uid].sub_without_assert(ev.task.resreq)
             self._update(ev.task.job_uid)
 
-        ssn.add_job_order_fn(self.name, job_order)
+        ssn.add_job_order_fn(self.name, job_order, key_fn=lambda job: self.shares[job.uid])
         ssn.add_preemptable_fn(self.name, preemptable)
         ssn.add_event_handler(EventHandler(allocate_func=on_allocate, deallocate_func=on_deallocate))
 

@@ -61,6 +61,11 @@ def job_order(l: JobInfo, r: JobInfo) -> int:  # noqa: E741
     return 1 if lr else -1
 
 
+def _ready_key(job: JobInfo) -> bool:
+    """Sort key of job_order: not-ready jobs (False) first."""
+    return job.is_ready()
+
+
 def gang_victims(ssn: Session, preemptees: list[TaskInfo]) -> list[TaskInfo]:
     """Candidates whose job keeps at least min_member ready tasks after losing them (in order)."""
     occupied: dict[str, int] = {}
@@ -77,6 +82,11 @@ def gang_victims(ssn: Session, preemptees: list[TaskInfo]) -> list[TaskInfo]:
     return victims
 
 
+def gang_may_give(job: JobInfo) -> bool:
+    """Victim job filter: a job at or below min_member ready tasks gives up none."""
+    return job.ready_task_num() > job.min_available
+
+
 @register_plugin("gang")
 class GangPlugin(Plugin):
     """Gang scheduling: validity, readiness, pipelining, starving, victims, reasons."""
@@ -90,7 +100,9 @@ class GangPlugin(Plugin):
         ssn.add_job_valid_fn(self.name, job_valid)
         ssn.add_preemptable_fn(self.name, victims)
         ssn.add_reclaimable_fn(self.name, victims)
-        ssn.add_job_order_fn(self.name, job_order)
+        ssn.add_victim_job_filter_fn("preemptable", self.name, gang_may_give)
+        ssn.add_victim_job_filter_fn("reclaimable", self.name, gang_may_give)
+        ssn.add_job_order_fn(self.name, job_order, key_fn=_ready_key)
         ssn.add_job_ready_fn(self.name, job_ready)
         ssn.add_job_pipelined_fn(self.name, job_pipelined)
         ssn.add_job_starving_fn(self.name, job_starving)

@@ -54,6 +54,6 @@ class PriorityPlugin(Plugin):
             return job.ready_task_num() + job.waiting_task_num() < len(job.tasks)
 
         ssn.add_task_order_fn(self.name, task_order)
-        ssn.add_job_order_fn(self.name, job_order)
+        ssn.add_job_order_fn(self.name, job_order, key_fn=lambda job: -job.priority)
         ssn.add_preemptable_fn(self.name, preemptable)
         ssn.add_job_starving_fn(self.name, job_starving)

@@ -99,7 +99,7 @@ class ProportionPlugin(Plugin):
         self._job_attr = {}
         self.ssn = ssn
         self.memo = ReasonMemo(ssn, self.name)
-        ssn.add_queue_order_fn(self.name, self.queue_order)
+        ssn.add_queue_order_fn(self.name, self.queue_order, key_fn=self.queue_order_key)
         ssn.add_reclaimable_fn(self.name, self.reclaimable)
         ssn.add_overused_fn(self.name, self.overused)
         ssn.add_allocatable_fn(self.name, self.allocatable)
@@ -113,6 +113,10 @@ class ProportionPlugin(Plugin):
     def _share(self, queue: QueueInfo) -> float:
         attr = self.queue_opts.get(queue.name)
         return attr.share if attr is not None else 0.0
+
+    def queue_order_key(self, queue: QueueInfo) -> tuple[int, float]:
+        """Sort key of queue_order: higher priority, then lower share, first."""
+        return (-queue.priority, self._share(queue))
 
     def queue_order(self, lhs: QueueInfo, rhs: QueueInfo) -> int:
         """Higher priority first, then the lower share (the hungrier queue)."""

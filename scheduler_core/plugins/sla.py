@@ -77,6 +77,11 @@ class SlaPlugin(Plugin):
         ld, rd = lhs.created + lw, rhs.created + rw
         return -1 if ld < rd else (1 if ld > rd else 0)
 
+    def job_order_key(self, job: JobInfo) -> tuple[int, float]:
+        """Sort key of job_order: (0, deadline) for jobs with an SLA, (1, 0) after them."""
+        wt = self.waiting_time(job)
+        return (1, 0.0) if wt is None else (0, job.created + wt)
+
     def on_session_open(self, ssn: Session) -> None:
         """Register job order, job enqueueable and job pipelined."""
         if self.warning:
@@ -88,6 +93,6 @@ class SlaPlugin(Plugin):
                 return ABSTAIN
             return PERMIT
 
-        ssn.add_job_order_fn(self.name, self.job_order)
+        ssn.add_job_order_fn(self.name, self.job_order, key_fn=self.job_order_key)
         ssn.add_job_enqueueable_fn(self.name, permit)
         ssn.add_job_pipelined_fn(self.name, permit)

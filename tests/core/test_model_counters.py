@@ -31,5 +31,5 @@ def test_ready_and_best_effort_counters_match_a_recount(moves, best_effort):
 
 
 def test_ready_statuses_are_volcanos():
-    assert READY_STATUSES == {TaskStatus.BOUND, TaskStatus.BINDING, TaskStatus.RUNNING,
-                              TaskStatus.ALLOCATED, TaskStatus.SUCCEEDED}
+    assert {TaskStatus.BOUND, TaskStatus.BINDING, TaskStatus.RUNNING,
+                              TaskStatus.ALLOCATED, TaskStatus.SUCCEEDED} == READY_STATUSES
