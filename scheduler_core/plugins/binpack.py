@@ -108,9 +108,9 @@ class BinpackPlugin(Plugin):
 
     def row_score(self, task: TaskInfo, r: int) -> float:
         """score() of row r of the session's table."""
-        if self.weight == 0 or self._full is None or not self._plan(task, self._full)[3]:
+        if self.weight == 0 or self._full is None:
             return 0.0
-        return self._row_score(task, self._full, r)
+        return self._row_score(task, self._full, r)  # weight sum 0: factor 0, score 0
 
     def score(self, task: TaskInfo, table: NodeTable, mask: np.ndarray) -> np.ndarray:
         """Volcano's BinPackingScore for every row in `mask` (others 0)."""

@@ -40,13 +40,23 @@ class DrfPlugin(Plugin):
         self.allocated: dict[str, Resource] = {}
         self.shares: dict[str, float] = {}
         self.total = Resource.empty()
+        self._dims: list[tuple[str, float]] = []
 
     def _update(self, uid: str) -> None:
-        self.shares[uid] = dominant_share(self.allocated[uid], self.total)
+        # dominant_share with the total's dimensions resolved once per session (hot: every event).
+        a = self.allocated[uid]
+        res = 0.0
+        for name, total in self._dims:
+            v = a.milli_cpu if name == "cpu" else a.memory if name == "memory" else a.scalars.get(name, 0.0)
+            s = share(v, total)
+            if s > res:
+                res = s
+        self.shares[uid] = res
 
     def on_session_open(self, ssn: Session) -> None:
         """Compute every job's allocation and share; register order, victims and events."""
         self.total = ssn.total_resource.clone()
+        self._dims = [(name, self.total.get(name)) for name in self.total.resource_names()]
         for uid, job in ssn.jobs.items():
             alloc = Resource.empty()
             for t in job.tasks_in(*ALLOCATED_STATUSES):
