@@ -467,6 +467,7 @@ class ClusterSnapshot:
             existing = list(j.tasks.values())
             j.tasks, j.task_status_index = {}, {}
             j.allocated, j.total_request = Resource.empty(), Resource.empty()
+            j._pending_be = j._ready = 0
             snap.jobs[j.uid] = j
             for t in existing:
                 snap.add_task(t)

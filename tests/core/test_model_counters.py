@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scheduler_core.model import READY_STATUSES, TaskStatus
-from tests.core.builders import job, task
+from tests.core.builders import job, node, task
 
 STATUSES = list(TaskStatus)
 
@@ -33,3 +33,15 @@ def test_ready_and_best_effort_counters_match_a_recount(moves, best_effort):
 def test_ready_statuses_are_volcanos():
     assert {TaskStatus.BOUND, TaskStatus.BINDING, TaskStatus.RUNNING,
                               TaskStatus.ALLOCATED, TaskStatus.SUCCEEDED} == READY_STATUSES
+
+
+def test_build_reindexes_jobs_whose_tasks_were_already_indexed():
+    from scheduler_core.model import ClusterSnapshot
+
+    tasks = [task("be", cpu=None, memory=None), task("run", status="Running", node="n1"), task("p")]
+    j = job("j")
+    for t in tasks:
+        t.job_uid = j.uid
+        j.add_task(t)  # indexed once here, then again by build
+    snap = ClusterSnapshot.build(nodes=[node("n1")], queues=[], jobs=[j])
+    assert (snap.jobs[j.uid].ready_task_num(), snap.jobs[j.uid].pending_best_effort_task_num()) == (1, 1)
