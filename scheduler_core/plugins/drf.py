@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 
 from scheduler_core.framework.interface import Event, EventHandler, Plugin
 from scheduler_core.framework.registry import register_plugin
-from scheduler_core.model import ALLOCATED_STATUSES
 from scheduler_core.resources import Resource, share
 
 if TYPE_CHECKING:
@@ -58,10 +57,8 @@ class DrfPlugin(Plugin):
         self.total = ssn.total_resource.clone()
         self._dims = [(name, self.total.get(name)) for name in self.total.resource_names()]
         for uid, job in ssn.jobs.items():
-            alloc = Resource.empty()
-            for t in job.tasks_in(*ALLOCATED_STATUSES):
-                alloc.add(t.resreq)
-            self.allocated[uid] = alloc
+            # JobInfo keeps the sum of its allocated-status requests current (integers: exact).
+            self.allocated[uid] = job.allocated.clone()
             self._update(uid)
 
         def job_order(l: JobInfo, r: JobInfo) -> int:  # noqa: E741
