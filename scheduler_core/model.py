@@ -185,9 +185,29 @@ class JobInfo:
 
     def update_task_status(self, task: TaskInfo, status: TaskStatus) -> None:
         """Move a task to another status, keeping the index and sums exact."""
-        self._unindex(task)
+        old = task.status
+        if (old in TERMINAL_STATUSES) != (status in TERMINAL_STATUSES) or old is status:
+            self._unindex(task)
+            task.status = status
+            self._index(task)
+            return
+        # Hot path (every placement): total_request is unchanged between non-terminal statuses.
+        idx = self.task_status_index
+        bucket = idx.get(old)
+        if bucket is not None:
+            bucket.pop(task.uid, None)
+            if not bucket:
+                del idx[old]
+        if task.best_effort:
+            self._pending_be += (status is TaskStatus.PENDING) - (old is TaskStatus.PENDING)
+        self._ready += (status in READY_STATUSES) - (old in READY_STATUSES)
+        was, now = old in ALLOCATED_STATUSES, status in ALLOCATED_STATUSES
+        if was and not now:
+            self.allocated.sub_without_assert(task.resreq)
+        elif now and not was:
+            self.allocated.add(task.resreq)
         task.status = status
-        self._index(task)
+        idx.setdefault(status, {})[task.uid] = task
 
     def count(self, *statuses: TaskStatus) -> int:
         """Number of tasks in any of the given statuses."""

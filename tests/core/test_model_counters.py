@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scheduler_core.model import READY_STATUSES, TaskStatus
+from scheduler_core.model import ALLOCATED_STATUSES, READY_STATUSES, TERMINAL_STATUSES, TaskStatus
 from tests.core.builders import job, node, task
 
 STATUSES = list(TaskStatus)
@@ -15,7 +15,7 @@ STATUSES = list(TaskStatus)
 @given(st.lists(st.tuples(st.integers(0, 4), st.sampled_from(STATUSES)), max_size=40),
        st.lists(st.booleans(), min_size=5, max_size=5))
 def test_ready_and_best_effort_counters_match_a_recount(moves, best_effort):
-    tasks = [task(f"t{i}", cpu=None if be else "1", memory=None if be else "1Gi")
+    tasks = [task(f"t{i}", cpu=None if be else str(i + 1), memory=None if be else "1Gi")
              for i, be in enumerate(best_effort)]
     j = job("j")
     for t in tasks:  # the builder leaves indexing to ClusterSnapshot.build; index here
@@ -26,6 +26,12 @@ def test_ready_and_best_effort_counters_match_a_recount(moves, best_effort):
         assert j.ready_task_num() == sum(t.status in READY_STATUSES for t in tasks)
         assert j.pending_best_effort_task_num() == sum(
             t.status is TaskStatus.PENDING and t.best_effort for t in tasks)
+        assert j.allocated.milli_cpu == sum(
+            t.resreq.milli_cpu for t in tasks if t.status in ALLOCATED_STATUSES)
+        assert j.total_request.milli_cpu == sum(
+            t.resreq.milli_cpu for t in tasks if t.status not in TERMINAL_STATUSES)
+        assert {s: set(b) for s, b in j.task_status_index.items()} == {
+            s: {t.uid for t in tasks if t.status is s} for s in {t.status for t in tasks}}
     j.delete_task(tasks[0])
     assert j.ready_task_num() == sum(t.status in READY_STATUSES for t in tasks[1:])
 
