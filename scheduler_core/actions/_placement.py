@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 _NEG = -np.inf
 # Up to this many changed rows are re-scored one by one (node_row_score) rather than via a view.
 _ROW_BY_ROW = 8
+# A class that missed more than this fraction of the rows recomputes everything.
+REFRESH_FRACTION = 0.125
 
 
 def fit_errors(ssn: Session, task: TaskInfo, ok: np.ndarray, predicate_counts: dict[str, int],
@@ -205,7 +207,7 @@ class ClassState:
             self.refresh()
             return
         rows = log.changed_since(start, len(self.table))
-        if len(rows) * 8 > len(self.table):
+        if len(rows) > REFRESH_FRACTION * len(self.table):
             self.refresh()
             return
         self.rows_changed(rows, log.last_released >= start)
