@@ -87,7 +87,7 @@ class KeyedQueue(Generic[T]):
         return bool(self._heap)
 
 
-def allocation_queue(key: Callable[[T], tuple] | None,
+def order_queue(key: Callable[[T], tuple] | None,
                      less: Callable[[T, T], bool]) -> PriorityQueue[T] | KeyedQueue[T]:
     """A KeyedQueue when the session offers a sort key, else a comparator PriorityQueue."""
     return KeyedQueue(key) if key is not None else PriorityQueue(less)

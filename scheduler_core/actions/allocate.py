@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from scheduler_core.actions._common import active_jobs, record_queue_refusal, record_waiting
-from scheduler_core.actions._ordering import KeyedQueue, PriorityQueue, TaskList, allocation_queue
+from scheduler_core.actions._ordering import KeyedQueue, PriorityQueue, TaskList, order_queue
 from scheduler_core.actions._placement import ChangeLog, ClassState, has_dynamic_predicates, spreads
 from scheduler_core.framework.interface import Action
 from scheduler_core.framework.registry import register_action
@@ -49,11 +49,11 @@ class AllocateAction(Action):
         # Sort keys instead of comparator calls when every order plugin offers one: here only
         # the popped job (queue) changes, and it is re-keyed when pushed back.
         queue_key, job_key = ssn.queue_order_key(), ssn.job_order_key()
-        queues = allocation_queue(queue_key, ssn.queue_order_fn)
+        queues = order_queue(queue_key, ssn.queue_order_fn)
         jobs_by_queue: dict[str, PriorityQueue[JobInfo] | KeyedQueue[JobInfo]] = {}
         for job in active_jobs(ssn):
             if job.queue not in jobs_by_queue:
-                jobs_by_queue[job.queue] = allocation_queue(job_key, ssn.job_order_fn)
+                jobs_by_queue[job.queue] = order_queue(job_key, ssn.job_order_fn)
                 queues.push(ssn.queues[job.queue])
             jobs_by_queue[job.queue].push(job)
         self._dynamic = has_dynamic_predicates(ssn)

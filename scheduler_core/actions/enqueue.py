@@ -13,14 +13,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from scheduler_core.actions._common import active_jobs, code
-from scheduler_core.actions._ordering import PriorityQueue, job_queue
+from scheduler_core.actions._ordering import KeyedQueue, PriorityQueue, order_queue
 from scheduler_core.framework.interface import Action
 from scheduler_core.framework.registry import register_action
 from scheduler_core.model import JobPhase
 
 if TYPE_CHECKING:
     from scheduler_core.framework.session import Session
-    from scheduler_core.model import JobInfo, QueueInfo
+    from scheduler_core.model import JobInfo
 
 
 @register_action("enqueue")
@@ -29,13 +29,15 @@ class EnqueueAction(Action):
 
     def execute(self, ssn: Session) -> None:
         """Round-robin over queues, one Pending job per turn."""
-        queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn)
-        jobs_by_queue: dict[str, PriorityQueue[JobInfo]] = {}
+        # Keyed heaps are exact here too: admitting a job changes no share or readiness.
+        queue_key, job_key = ssn.queue_order_key(), ssn.job_order_key()
+        queues = order_queue(queue_key, ssn.queue_order_fn)
+        jobs_by_queue: dict[str, PriorityQueue[JobInfo] | KeyedQueue[JobInfo]] = {}
         for job in active_jobs(ssn, include_pending=True):
             if job.phase is not JobPhase.PENDING:
                 continue
             if job.queue not in jobs_by_queue:
-                jobs_by_queue[job.queue] = job_queue(ssn)
+                jobs_by_queue[job.queue] = order_queue(job_key, ssn.job_order_fn)
                 queues.push(ssn.queues[job.queue])
             jobs_by_queue[job.queue].push(job)
         while queues:
