@@ -36,6 +36,8 @@ TERMINAL_STATUSES = frozenset({TaskStatus.SUCCEEDED, TaskStatus.FAILED})
 # Volcano's ReadyTaskNum statuses (JobInfo keeps their count current).
 READY_STATUSES = frozenset({TaskStatus.BOUND, TaskStatus.BINDING, TaskStatus.RUNNING, TaskStatus.ALLOCATED,
                             TaskStatus.SUCCEEDED})
+# Statuses that can still count toward the gang (Volcano's ValidTaskNum).
+VALID_STATUSES = ALLOCATED_STATUSES | {TaskStatus.SUCCEEDED, TaskStatus.PIPELINED, TaskStatus.PENDING}
 
 
 class JobPhase(StrEnum):
@@ -145,6 +147,7 @@ class JobInfo:
     _pending_be: int = field(default=0, repr=False)
     # Tasks in READY_STATUSES, kept current by _index/_unindex (gang and order plugins ask often).
     _ready: int = field(default=0, repr=False)
+    _valid: int = field(default=0, repr=False)  # tasks in VALID_STATUSES, kept the same way
 
     # -- task bookkeeping ------------------------------------------------------------------
     def _index(self, task: TaskInfo) -> None:
@@ -153,6 +156,8 @@ class JobInfo:
             self._pending_be += 1
         if task.status in READY_STATUSES:
             self._ready += 1
+        if task.status in VALID_STATUSES:
+            self._valid += 1
         if task.status in ALLOCATED_STATUSES:
             self.allocated.add(task.resreq)
         if task.status not in TERMINAL_STATUSES:
@@ -168,6 +173,8 @@ class JobInfo:
             self._pending_be -= 1
         if task.status in READY_STATUSES:
             self._ready -= 1
+        if task.status in VALID_STATUSES:
+            self._valid -= 1
         if task.status in ALLOCATED_STATUSES:
             self.allocated.sub_without_assert(task.resreq)
         if task.status not in TERMINAL_STATUSES:
@@ -201,6 +208,7 @@ class JobInfo:
         if task.best_effort:
             self._pending_be += (status is TaskStatus.PENDING) - (old is TaskStatus.PENDING)
         self._ready += (status in READY_STATUSES) - (old in READY_STATUSES)
+        self._valid += (status in VALID_STATUSES) - (old in VALID_STATUSES)
         was, now = old in ALLOCATED_STATUSES, status in ALLOCATED_STATUSES
         if was and not now:
             self.allocated.sub_without_assert(task.resreq)
@@ -237,7 +245,7 @@ class JobInfo:
 
     def valid_task_num(self) -> int:
         """Tasks that can still count toward the gang: allocated statuses, Succeeded, Pipelined, Pending."""
-        return self.count(*ALLOCATED_STATUSES, TaskStatus.SUCCEEDED, TaskStatus.PIPELINED, TaskStatus.PENDING)
+        return self._valid
 
     def pending_tasks(self) -> list[TaskInfo]:
         """Pending tasks (unordered; actions sort them with the session's task order)."""
@@ -487,7 +495,7 @@ class ClusterSnapshot:
             existing = list(j.tasks.values())
             j.tasks, j.task_status_index = {}, {}
             j.allocated, j.total_request = Resource.empty(), Resource.empty()
-            j._pending_be = j._ready = 0
+            j._pending_be = j._ready = j._valid = 0
             snap.jobs[j.uid] = j
             for t in existing:
                 snap.add_task(t)

@@ -5,7 +5,13 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scheduler_core.model import ALLOCATED_STATUSES, READY_STATUSES, TERMINAL_STATUSES, TaskStatus
+from scheduler_core.model import (
+    ALLOCATED_STATUSES,
+    READY_STATUSES,
+    TERMINAL_STATUSES,
+    VALID_STATUSES,
+    TaskStatus,
+)
 from tests.core.builders import job, node, task
 
 STATUSES = list(TaskStatus)
@@ -24,6 +30,7 @@ def test_ready_and_best_effort_counters_match_a_recount(moves, best_effort):
     for i, status in moves:
         j.update_task_status(tasks[i], status)
         assert j.ready_task_num() == sum(t.status in READY_STATUSES for t in tasks)
+        assert j.valid_task_num() == sum(t.status in VALID_STATUSES for t in tasks)
         assert j.pending_best_effort_task_num() == sum(
             t.status is TaskStatus.PENDING and t.best_effort for t in tasks)
         assert j.allocated.milli_cpu == sum(
@@ -50,4 +57,11 @@ def test_build_reindexes_jobs_whose_tasks_were_already_indexed():
         t.job_uid = j.uid
         j.add_task(t)  # indexed once here, then again by build
     snap = ClusterSnapshot.build(nodes=[node("n1")], queues=[], jobs=[j])
-    assert (snap.jobs[j.uid].ready_task_num(), snap.jobs[j.uid].pending_best_effort_task_num()) == (1, 1)
+    rebuilt = snap.jobs[j.uid]
+    counts = (rebuilt.ready_task_num(), rebuilt.pending_best_effort_task_num(), rebuilt.valid_task_num())
+    assert counts == (1, 1, 3)
+
+
+def test_valid_statuses_are_volcanos():
+    assert {TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING,
+            TaskStatus.SUCCEEDED, TaskStatus.PIPELINED, TaskStatus.PENDING} == VALID_STATUSES
