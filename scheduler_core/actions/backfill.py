@@ -49,7 +49,7 @@ class BackfillAction(Action):
         queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn)
         jobs_by_queue: dict[str, PriorityQueue[JobInfo]] = {}
         for job in active_jobs(ssn):
-            if not any(t.best_effort for t in job.pending_tasks()):
+            if not job.pending_best_effort_task_num():
                 continue
             if job.queue not in jobs_by_queue:
                 jobs_by_queue[job.queue] = job_queue(ssn)
