@@ -72,14 +72,8 @@ class NodeTable:
         return self._make_view(rows, rows)
 
     def _make_view(self, rows: np.ndarray, sel: slice | np.ndarray) -> NodeTable:
-        v = NodeTable.__new__(NodeTable)
-        v.rows, v._row_views = rows, {}
-        if isinstance(sel, slice):
-            v.nodes = [self.nodes[int(rows[0])]]
-        else:
-            v.nodes = [self.nodes[i] for i in rows]
-        v.names = [n.name for n in v.nodes]
-        v.index = {name: i for i, name in enumerate(v.names)}
+        v = _RowView.__new__(_RowView)
+        v.rows, v._row_views, v._full = rows, {}, self
         v.dims, v.dim_index, v._req_cache = self.dims, self.dim_index, self._req_cache
         v.allocatable, v.idle, v.used = self.allocatable[sel], self.idle[sel], self.used[sel]
         v.releasing, v.pipelined, v.future = self.releasing[sel], self.pipelined[sel], self.future[sel]
@@ -129,7 +123,7 @@ class NodeTable:
 
     def all_rows(self) -> np.ndarray:
         """A mask selecting every row."""
-        return np.ones(len(self.names), dtype=bool)
+        return np.ones(len(self), dtype=bool)
 
     # -- resource fit ----------------------------------------------------------------------
     def _request(self, resreq: Resource) -> tuple[np.ndarray, list[int], np.ndarray, list[str]]:
@@ -162,7 +156,7 @@ class NodeTable:
         """Rows where `resreq.less_equal(idle or future_idle, Zero)` holds (tolerance 0.1)."""
         _, cols, threshold, missing = self._request(resreq)
         if missing:
-            return np.zeros(len(self.names), dtype=bool)
+            return np.zeros(len(self), dtype=bool)
         avail = self.future if future else self.idle
         # Column by column: arrays are Fortran-ordered, so each column is contiguous.
         mask = avail[:, cols[0]] > threshold[cols[0]]
@@ -202,3 +196,28 @@ class NodeTable:
                      future: bool = False) -> dict[str, int]:
         """Counts of `insufficient_masks`: {"Insufficient cpu": 3, ...}."""
         return {reason: int(m.sum()) for reason, m in self.insufficient_masks(resreq, mask, future)}
+
+
+class _RowView(NodeTable):
+    """A NodeTable view (see NodeTable.view): arrays are set at creation; the per-row Python
+    lists (nodes, names, index) are built only if a plugin asks, since scoring reads arrays only.
+    """
+
+    _full: NodeTable
+
+    def __len__(self) -> int:
+        return len(self.rows)  # type: ignore[arg-type]
+
+    def __getattr__(self, name: str) -> object:
+        # Only called for attributes not set yet: the lazy lists.
+        if name == "nodes":
+            full_nodes = self._full.nodes
+            value: object = [full_nodes[i] for i in self.rows.tolist()]  # type: ignore[union-attr]
+        elif name == "names":
+            value = [n.name for n in self.nodes]
+        elif name == "index":
+            value = {n: i for i, n in enumerate(self.names)}
+        else:
+            raise AttributeError(name)
+        setattr(self, name, value)
+        return value

@@ -82,3 +82,17 @@ def test_update_row_mirrors_node():
 def test_unschedulable_flag():
     t = table(node("a", unschedulable=True), node("b"))
     assert t.schedulable.tolist() == [False, True]
+
+
+@pytest.mark.parametrize("rows", [[3], [0, 2, 4]])
+def test_view_rows_names_nodes_index_and_arrays(rows):
+    table = NodeTable([node(f"n{i}", cpu=str(i + 1)) for i in range(5)])
+    view = table.view(np.array(rows, dtype=np.intp))
+    assert len(view) == len(rows)
+    assert view.names == [f"n{r}" for r in rows]
+    assert [n.name for n in view.nodes] == view.names
+    assert view.index == {f"n{r}": i for i, r in enumerate(rows)}
+    assert view.idle[:, 0].tolist() == [1000.0 * (r + 1) for r in rows]
+    assert view.all_rows().tolist() == [True] * len(rows)
+    with pytest.raises(AttributeError):
+        view.no_such_attribute  # noqa: B018
