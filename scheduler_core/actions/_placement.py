@@ -74,8 +74,6 @@ class ChangeLog:
         self.last = np.full(0, -1, dtype=np.int64)
         self.last_all = -1
         self.last_released = -1
-        # Class states by their key without pod labels, to seed new classes (see `twin`).
-        self.classes: dict[tuple, ClassState] = {}
         self.labels_matter: bool | None = None
 
     def twin_key(self, ssn: Session, task: TaskInfo) -> tuple | None:
@@ -84,8 +82,7 @@ class ChangeLog:
         Pod labels only matter to pod (anti-)affinity and topology spread, and no predicate or
         node-order plugin reads the priority; without those, tasks of different jobs (labels
         `job=<name>`, any priority) with equal requests, selectors, tolerations and affinity
-        share masks and scores, so a new class copies a twin's arrays instead of scoring every
-        row again.
+        have the same masks and scores in every state, so allocate keeps one ClassState for them.
         """
         if self.labels_matter is None:
             self.labels_matter = any(spreads(t) for job in ssn.jobs.values() for t in job.tasks.values())
@@ -133,24 +130,7 @@ class ClassState:
         # re-asked lazily, when it is about to be chosen (one predicate call for all of them).
         self.unverified: set[int] = set()
         self._request()
-        key = log.twin_key(ssn, task) if log is not None else None
-        twin = log.classes.get(key) if key is not None and log is not None else None
-        if twin is not None and log is not None:
-            twin.catch_up(log)
-            self._copy(twin)
-        else:
-            self.refresh()
-            if key is not None and log is not None:
-                log.classes[key] = self
-
-    def _copy(self, twin: ClassState) -> None:
-        # The twin has caught up with the log: its arrays are this class's arrays too.
-        self.synced = twin.synced
-        self.ok, self.counts = twin.ok.copy(), dict(twin.counts)
-        self.unverified = set(twin.unverified)
-        self.idle_fit, self.future_fit = twin.idle_fit.copy(), twin.future_fit.copy()
-        self.scores = twin.scores.copy()
-        self.best_idle, self.best_future = twin.best_idle.copy(), twin.best_future.copy()
+        self.refresh()
 
     def _request(self) -> None:
         # Same comparison as NodeTable.fit_mask: cpu and memory always, scalars when asked;

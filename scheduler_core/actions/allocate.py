@@ -32,7 +32,8 @@ from scheduler_core.model import JobPhase, QueueState, TaskStatus
 
 if TYPE_CHECKING:
     from scheduler_core.framework.session import Session
-    from scheduler_core.model import JobInfo, QueueInfo, TaskInfo
+    from scheduler_core.model import JobInfo, QueueInfo
+    from scheduler_core.reasons import FitErrors
 
 
 @register_action("allocate")
@@ -60,9 +61,8 @@ class AllocateAction(Action):
         # Class states live for the whole action; the change log lets them catch up.
         self._log = ChangeLog()
         self._states: dict[tuple, ClassState] = {}
-        # Twin key -> (change-log length, fit errors) of a class that fitted no node: a twin
-        # class asked while the log has not moved gets the same answer without its arrays.
-        self._failed_twins: dict[tuple, tuple[int, object]] = {}
+        # Class (or twin) key -> (change-log length, fit errors) of its latest failure.
+        self._failed: dict[tuple, tuple[int, FitErrors]] = {}
         pending: dict[str, TaskList] = {}
         failed: dict[str, set[tuple]] = {}
         while queues:
@@ -87,14 +87,6 @@ class AllocateAction(Action):
                 self._allocate_job(ssn, queue, job, tasks, jobs, failed[job.uid])
             queues.push(queue)
 
-    def _known_failure(self, ssn: Session, task: TaskInfo) -> object | None:
-        """The fit errors of a twin class that failed with nothing placed or released since."""
-        twin = self._log.twin_key(ssn, task)
-        hit = self._failed_twins.get(twin) if twin is not None else None
-        if hit is None or hit[0] != len(self._log.rows):
-            return None
-        return hit[1]
-
     def _allocate_job(self, ssn: Session, queue: QueueInfo, job: JobInfo, tasks: TaskList,
                       jobs: PriorityQueue[JobInfo] | KeyedQueue[JobInfo], failed: set[tuple]) -> None:
         """One round of a job: try its tasks in one statement, then commit, keep or discard."""
@@ -112,22 +104,28 @@ class AllocateAction(Action):
                     record_queue_refusal(ssn, self.name, job, queue, overused=False)
                     refused = True
                 continue
-            state = states.get(key)
-            known = None
-            if state is None:
-                known = self._known_failure(ssn, task)
-                if known is None:
-                    state = states[key] = ClassState(ssn, task, self._dynamic, log)
+            # Twin classes (same key but pod labels and priority, when nothing reads those)
+            # answer identically in every state: they share one ClassState.
+            twin = log.twin_key(ssn, task)
+            state_key = twin if twin is not None else key
+            # A class that fitted nowhere, asked again with nothing placed or released since,
+            # gets the same answer without touching its arrays.
+            known = self._failed.get(state_key)
+            if known is not None and known[0] == len(log.rows):
+                choice, state = None, None
             else:
-                state.catch_up(log)
-            choice = state.best() if state is not None else None
+                known = None
+                state = states.get(state_key)
+                if state is None:
+                    state = states[state_key] = ClassState(ssn, task, self._dynamic, log)
+                else:
+                    state.catch_up(log)
+                choice = state.best()
             if choice is None:
                 failed.add(key)
-                errors = known if known is not None else state.errors() if state is not None else None
-                ssn.record_fit_errors(job.uid, task.uid, errors)
-                twin = log.twin_key(ssn, task)
-                if twin is not None and known is None:
-                    self._failed_twins[twin] = (len(log.rows), errors)
+                if known is None:
+                    known = self._failed[state_key] = (len(log.rows), state.errors())
+                ssn.record_fit_errors(job.uid, task.uid, known[1])
                 reachable = (job.ready_task_num() + job.waiting_task_num()
                              + job.pending_best_effort_task_num() + tasks.remaining_outside(failed))
                 if reachable < job.min_available and not ssn.job_ready(job):
