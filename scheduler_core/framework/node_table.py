@@ -117,6 +117,18 @@ class NodeTable:
         """Copy one node's current accounting into its row."""
         self._fill(self.index[node.name], node)
 
+    def update_placed(self, node: NodeInfo, pipelined: bool) -> None:
+        """update_row after a task was added to the node as Allocated (idle and used changed)
+        or Pipelined (pipelined changed): only those arrays are rewritten."""
+        i = self.index[node.name]
+        if pipelined:
+            self._set(self.pipelined, i, node.pipelined)
+        else:
+            self._set(self.idle, i, node.idle)
+            self._set(self.used, i, node.used)
+        np.subtract(self.idle[i] + self.releasing[i], self.pipelined[i], out=self.future[i])
+        self.pod_count[i] = len(node.tasks)
+
     def future_idle(self) -> np.ndarray:
         """idle + releasing - pipelined for every row (kept current, do not modify)."""
         return self.future

@@ -171,7 +171,7 @@ class Session(CallbackRegistry):
         task.node_name = node_name
         self.jobs[task.job_uid].update_task_status(task, status)
         node.add_task(task)
-        self.node_table.update_row(node)
+        self.node_table.update_placed(node, status is TaskStatus.PIPELINED)
         self.placed[task.uid] = task
         self._fire(task, True)
 

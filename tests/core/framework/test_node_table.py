@@ -96,3 +96,21 @@ def test_view_rows_names_nodes_index_and_arrays(rows):
     assert view.all_rows().tolist() == [True] * len(rows)
     with pytest.raises(AttributeError):
         view.no_such_attribute  # noqa: B018
+
+
+def test_rows_after_allocate_and_pipeline_equal_a_rebuilt_table():
+    from scheduler_core.framework.session import open_session
+    from tests.core.builders import conf, job, snapshot
+
+    nodes = [node("n1", cpu="4", gpu=2), node("n2", cpu="8")]
+    running = [task("r", cpu="3", status="Releasing", node="n1")]
+    pending = [task("a", cpu="1", gpu=1), task("b", cpu="2"), task("c", cpu="2")]
+    snap = snapshot(nodes=nodes, jobs=[job("run", tasks=running, phase="Running"), job("p", tasks=pending)])
+    ssn = open_session(snap, conf("allocate", [["predicates"]]))
+    ssn.allocate(pending[0], "n1")
+    ssn.pipeline(pending[1], "n1")
+    ssn.allocate(pending[2], "n2")
+    table, fresh = ssn.node_table, NodeTable(ssn.nodes.values())
+    for name in ("allocatable", "idle", "used", "releasing", "pipelined", "future", "pod_count"):
+        assert getattr(table, name).tolist() == getattr(fresh, name).tolist(), name
+    assert table.future[0, 0] == 4000 - 3000 - 1000 + 3000 - 2000  # idle + releasing - pipelined
