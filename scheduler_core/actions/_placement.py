@@ -85,7 +85,9 @@ class ChangeLog:
         have the same masks and scores in every state, so allocate keeps one ClassState for them.
         """
         if self.labels_matter is None:
-            self.labels_matter = any(spreads(t) for job in ssn.jobs.values() for t in job.tasks.values())
+            self.labels_matter = any(
+                t.topology_spread_constraints or (t.affinity and spreads(t))
+                for job in ssn.jobs.values() for t in job.tasks.values())
         key = task.sched_key
         if self.labels_matter or len(key) != 7:
             return None

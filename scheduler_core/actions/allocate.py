@@ -53,6 +53,9 @@ class AllocateAction(Action):
         queues = order_queue(queue_key, ssn.queue_order_fn)
         jobs_by_queue: dict[str, PriorityQueue[JobInfo] | KeyedQueue[JobInfo]] = {}
         for job in active_jobs(ssn):
+            if not job.count(TaskStatus.PENDING):
+                # Nothing to place: its turn would change no state and record nothing.
+                continue
             if job.queue not in jobs_by_queue:
                 jobs_by_queue[job.queue] = order_queue(job_key, ssn.job_order_fn)
                 queues.push(ssn.queues[job.queue])
