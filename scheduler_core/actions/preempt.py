@@ -21,6 +21,9 @@ Volcano v1.1x preempt, with these choices:
   refuses the preemptor); the job stops at its first preemptor that gets nothing.
 - Finally the `victim_tasks` callbacks' tasks are evicted (Volcano's victimTasks).
 Evicted tasks become Releasing (listed in the result's evictions); preemptors are pipelined.
+Speed (same decisions): nodes whose possible victims cannot fit the task are skipped without
+asking the plugins (`victim_capacity.VictimCapacity`), and a try that failed without changing
+anything is not repeated for a task of the same class until the session changes.
 """
 
 from __future__ import annotations
@@ -30,7 +33,8 @@ from typing import TYPE_CHECKING
 
 from scheduler_core.actions._common import active_jobs, record_waiting
 from scheduler_core.actions._ordering import PriorityQueue, TaskList, job_queue, sorted_tasks
-from scheduler_core.actions.victims import VictimIndex, rows_by_score, victim_order, victims_fit
+from scheduler_core.actions.victim_capacity import VictimCapacity
+from scheduler_core.actions.victims import VictimIndex, in_order_of, rows_by_score, victim_order, victims_fit
 from scheduler_core.framework.interface import Action
 from scheduler_core.framework.registry import register_action
 
@@ -55,6 +59,8 @@ class PreemptAction(Action):
     def execute(self, ssn: Session) -> None:
         """Preempt between jobs of each queue, then between tasks of each job, then victim tasks."""
         self.index = VictimIndex(ssn)
+        # Tighter, current bound (victim job filters): skips nodes the plugins would refuse.
+        self.vcap = VictimCapacity(ssn, self.index, "preemptable")
         starving: dict[str, list[JobInfo]] = {}
         for job in active_jobs(ssn):
             if ssn.job_starving(job):
@@ -64,6 +70,7 @@ class PreemptAction(Action):
             queue = order.pop()
             self._between_jobs(ssn, queue, starving[queue.name])
             self._within_jobs(ssn, starving[queue.name])
+        self.vcap.close()
         victims = ssn.victim_tasks()
         if victims:
             stmt = ssn.statement()
@@ -74,7 +81,7 @@ class PreemptAction(Action):
     def _between_jobs(self, ssn: Session, queue: QueueInfo, jobs: list[JobInfo]) -> None:
         preemptors = job_queue(ssn, jobs)
         tasks = {job.uid: TaskList(ssn, _preemptors(job)) for job in jobs}
-        capacity = self.index.capacity([queue.name])
+        capacity = None if self.vcap.enabled else self.index.capacity([queue.name])
         while preemptors:
             job = preemptors.pop()
             stmt = ssn.statement()
@@ -87,7 +94,15 @@ class PreemptAction(Action):
                     """Candidate filter: another job of the preemptor's queue."""
                     return t.job_uid != job.uid and ssn.jobs[t.job_uid].queue == job.queue
 
-                if self._preempt(ssn, stmt, queue, preemptor, capacity, other_job_same_queue):
+                if self.vcap.enabled:
+                    def fit(t: TaskInfo, q: str = queue.name, j: str = job.uid) -> np.ndarray:
+                        """Rows where the current victims bound could fit t."""
+                        return self.vcap.fit_rows(t, queue=q, without_job=j)
+                else:
+                    def fit(t: TaskInfo, capacity: np.ndarray = capacity) -> np.ndarray:
+                        """Rows where every possible candidate could fit t."""
+                        return self.index.fit_rows(t, capacity)
+                if self._try(ssn, stmt, queue, preemptor, fit, other_job_same_queue, ("between", job.uid)):
                     assigned = True
             if ssn.job_pipelined(job):
                 stmt.commit()
@@ -111,29 +126,50 @@ class PreemptAction(Action):
                     """Candidate filter: the preemptor's own job."""
                     return t.job_uid == job.uid
 
-                if not self._preempt(ssn, stmt, queue, preemptor, capacity, same_job):
+                def fit(t: TaskInfo, capacity: np.ndarray = capacity) -> np.ndarray:
+                    """Rows where every task of the job could fit t."""
+                    return self.index.fit_rows(t, capacity)
+
+                if not self._try(ssn, stmt, queue, preemptor, fit, same_job, ("within", job.uid)):
                     # Evictions that did not get the preemptor pipelined free nothing it can use.
                     stmt.discard()
                     break
                 stmt.commit()
                 record_waiting(ssn, self.name, job)
 
+    def _try(self, ssn: Session, stmt: Statement, queue: QueueInfo, preemptor: TaskInfo,
+             fit: Callable[[TaskInfo], np.ndarray], keep: Callable[[TaskInfo], bool], mode: tuple) -> bool:
+        """`_preempt`, unless the same try (mode, job, task class) failed on this very state."""
+        key = (*mode, preemptor.sched_key)
+        if self.vcap.failed_before(key):
+            return False
+        before = self.vcap.events
+        if self._preempt(ssn, stmt, queue, preemptor, fit(preemptor), keep):
+            return True
+        if self.vcap.events == before:  # a try that evicted something left another state
+            self.vcap.remember_failure(key)
+        return False
+
     def _preempt(self, ssn: Session, stmt: Statement, queue: QueueInfo, preemptor: TaskInfo,
-                 capacity: np.ndarray, keep: Callable[[TaskInfo], bool]) -> bool:
+                 rows: np.ndarray, keep: Callable[[TaskInfo], bool]) -> bool:
         """Volcano's preempt(): try nodes best first; evict until the preemptor fits; pipeline."""
         table = ssn.node_table
-        ok = ssn.predicate(preemptor).ok_mask
-        rows = self.index.promising_rows(preemptor, ok, capacity)
+        if not rows.any():
+            return False  # no node could ever fit it: the (pure) predicates need not be asked
+        rows &= ssn.predicate(preemptor).ok_mask
         for row in rows_by_score(ssn, preemptor, rows):
             preemptees = [t for t in self.index.running_on(row) if keep(t)]
             if not preemptees:
                 continue
             # Offered in victim order: plugins with a budget (gang's min_member) spend it on
             # the tasks that are evicted first.
-            victims = ssn.preemptable(preemptor, victim_order(ssn, preemptor, preemptees))
-            if not victims_fit(ssn, preemptor, row, victims):
+            offered = victim_order(ssn, preemptor, preemptees, self.index, self.vcap.job_keys())
+            victims = ssn.preemptable(preemptor, offered)
+            if not victims_fit(ssn, preemptor, row, victims, self.index):
                 continue
-            for victim in victim_order(ssn, preemptor, victims):
+            if not in_order_of(victims, offered):  # plugins answer in offer order, as a rule
+                victims = victim_order(ssn, preemptor, victims, self.index, self.vcap.job_keys())
+            for victim in victims:
                 if ssn.allocatable(queue, preemptor) and table.fits_row(preemptor.resreq, row, future=True):
                     break
                 stmt.evict(victim, "preempt")

@@ -15,6 +15,9 @@ Volcano v1.1x reclaim, with these choices:
   plus every victim cannot fit the task, the next node is tried; otherwise victims are
   evicted in victim order (victim queue order, then reverse job / task order) until the
   task fits the node's future idle, and the task is pipelined there.
+Speed (same decisions): nodes whose possible victims cannot fit the task are skipped without
+asking the plugins (`victim_capacity.VictimCapacity`), and a try that failed without changing
+anything is not repeated for a task of the same class until the session changes.
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ import numpy as np
 
 from scheduler_core.actions._common import active_jobs, record_queue_refusal, record_waiting
 from scheduler_core.actions._ordering import PriorityQueue, TaskList, job_queue
-from scheduler_core.actions.victims import VictimIndex, victim_order, victims_fit
+from scheduler_core.actions.victim_capacity import VictimCapacity
+from scheduler_core.actions.victims import VictimIndex, in_order_of, victim_order, victims_fit
 from scheduler_core.framework.interface import Action
 from scheduler_core.framework.registry import register_action
 
@@ -46,6 +50,8 @@ class ReclaimAction(Action):
         self.index = VictimIndex(ssn)
         self.reclaimable_queues = sorted(q.name for q in ssn.queues.values() if q.reclaimable)
         self._caps: dict[str, np.ndarray] = {}
+        # Tighter, current bound (victim job filters): skips nodes the plugins would refuse.
+        self.vcap = VictimCapacity(ssn, self.index, "reclaimable", self.reclaimable_queues)
         queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn)
         starving: dict[str, PriorityQueue[JobInfo]] = {}
         tasks: dict[str, TaskList] = {}
@@ -71,13 +77,14 @@ class ReclaimAction(Action):
             if self._reclaim_for_job(ssn, queue, job, tasks[job.uid]):
                 jobs.push(job)
             queues.push(queue)
+        self.vcap.close()
 
     def _reclaim_for_job(self, ssn: Session, queue: QueueInfo, job: JobInfo, pending: TaskList) -> bool:
         """Reclaim for the job's pending tasks in one statement; True when something was pipelined."""
         stmt = ssn.statement()
         assigned = False
         capacity = self._caps.get(queue.name)
-        if capacity is None:  # fixed for the action: compute once per reclaiming queue
+        if capacity is None and not self.vcap.enabled:  # fixed for the action: once per queue
             others = [q for q in self.reclaimable_queues if q != queue.name]
             capacity = self._caps[queue.name] = self.index.capacity(others)
         while pending and ssn.job_starving(job):
@@ -85,8 +92,18 @@ class ReclaimAction(Action):
             if not ssn.preemptive(queue, task):
                 record_queue_refusal(ssn, self.name, job, queue, overused=False)
                 continue
-            if self._reclaim(ssn, stmt, job, task, capacity):
+            key = (job.uid, task.sched_key)
+            if self.vcap.failed_before(key):
+                continue  # the same try failed and the session has not changed since
+            if self.vcap.enabled:
+                rows = self.vcap.fit_rows(task, without_queue=queue.name)
+            else:
+                rows = self.index.fit_rows(task, capacity)
+            before = self.vcap.events
+            if self._reclaim(ssn, stmt, job, task, rows):
                 assigned = True
+            elif self.vcap.events == before:  # a try that evicted something left another state
+                self.vcap.remember_failure(key)
         if ssn.job_pipelined(job):
             stmt.commit()
             record_waiting(ssn, self.name, job)
@@ -95,11 +112,12 @@ class ReclaimAction(Action):
         return False
 
     def _reclaim(self, ssn: Session, stmt: Statement, job: JobInfo, task: TaskInfo,
-                 capacity: np.ndarray) -> bool:
+                 rows: np.ndarray) -> bool:
         """Try the task on each promising node; evict victims and pipeline it on the first that works."""
         table = ssn.node_table
-        ok = ssn.predicate(task).ok_mask
-        rows = self.index.promising_rows(task, ok, capacity)
+        if not rows.any():
+            return False  # no node could ever fit it: the (pure) predicates need not be asked
+        rows &= ssn.predicate(task).ok_mask
         for row in np.nonzero(rows)[0]:
             row = int(row)
             reclaimees = []
@@ -111,10 +129,13 @@ class ReclaimAction(Action):
                 continue
             # Offered in victim order (Volcano: node map order): plugins with a budget
             # (proportion's deserved, gang's min_member) spend it on the tasks evicted first.
-            victims = ssn.reclaimable(task, victim_order(ssn, task, reclaimees))
-            if not victims_fit(ssn, task, row, victims):
+            offered = victim_order(ssn, task, reclaimees, self.index, self.vcap.job_keys())
+            victims = ssn.reclaimable(task, offered)
+            if not victims_fit(ssn, task, row, victims, self.index):
                 continue
-            for victim in victim_order(ssn, task, victims):
+            if not in_order_of(victims, offered):  # plugins answer in offer order, as a rule
+                victims = victim_order(ssn, task, victims, self.index, self.vcap.job_keys())
+            for victim in victims:
                 if table.fits_row(task.resreq, row, future=True):
                     break
                 stmt.evict(victim, "reclaim")

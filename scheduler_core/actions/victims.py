@@ -26,13 +26,13 @@ if TYPE_CHECKING:
     from scheduler_core.model import TaskInfo
 
 
-def _need(table: NodeTable, vec: np.ndarray) -> np.ndarray:
-    # Columns the request actually asks for; other columns never block a victim plan.
+def needed_columns(vec: np.ndarray) -> np.ndarray:
+    """Columns the request actually asks for; other columns never block a victim plan."""
     return np.nonzero(vec >= MIN_RESOURCE)[0]
 
 
-def _lacks_scalar(table: NodeTable, task: TaskInfo) -> bool:
-    # A scalar no node has can never be freed by evicting anything.
+def lacks_scalar(table: NodeTable, task: TaskInfo) -> bool:
+    """The task asks for a scalar no node has: evicting anything can never free it."""
     return any(v >= MIN_RESOURCE and name not in table.dim_index for name, v in task.resreq.scalars.items())
 
 
@@ -43,21 +43,65 @@ class VictimIndex:
         self.ssn = ssn
         table = ssn.node_table
         self.by_row: list[list[TaskInfo]] = [[] for _ in range(len(table))]
-        self.cap: dict[str, np.ndarray] = {}
+        # Request vector of each candidate; rows and vectors per queue (summed on first use).
+        self.vec: dict[str, np.ndarray] = {}
+        self._parts: dict[str, tuple[list[int], list[np.ndarray]]] = {}
+        self._cap: dict[str, np.ndarray] = {}
+        # Small int per task equivalence class (`sched_key` is rebuilt on every read).
+        self._klass: dict[str, int] = {}
+        self._classes: dict[tuple, int] = {}
+        self._ranks: dict[str, dict[str, int] | None] = {}
+        index, vector = table.index, table.vector
         for job in ssn.jobs.values():
             if not job.preemptable:
                 continue
+            rows, vecs = self._parts.setdefault(job.queue, ([], []))
             for task in job.tasks_in(TaskStatus.RUNNING):
-                if task.best_effort or not task.preemptable or task.node_name not in table.index:
+                if task.best_effort or not task.preemptable or task.node_name not in index:
                     continue
-                row = table.index[task.node_name]
+                row = index[task.node_name]
                 self.by_row[row].append(task)
-                cap = self.cap.get(job.queue)
-                if cap is None:
-                    cap = self.cap[job.queue] = np.zeros_like(table.idle)
-                cap[row] += table.vector(task.resreq)
+                vec = self.vec[task.uid] = vector(task.resreq)
+                rows.append(row)
+                vecs.append(vec)
         for tasks in self.by_row:
             tasks.sort(key=lambda t: t.uid)
+
+    @property
+    def cap(self) -> dict[str, np.ndarray]:
+        """Summed candidate requests per queue and row (queues without candidates absent)."""
+        for q, (rows, vecs) in self._parts.items():
+            if q not in self._cap and rows:
+                self._cap[q] = self._queue_cap(rows, vecs)
+        return self._cap
+
+    def _queue_cap(self, rows: list[int], vecs: list[np.ndarray]) -> np.ndarray:
+        cap = np.zeros_like(self.ssn.node_table.idle)
+        np.add.at(cap, np.array(rows), np.array(vecs))  # in list order, as a plain loop would
+        return cap
+
+    def job_ranks(self, job_uid: str) -> dict[str, int] | None:
+        """Reverse-task-order helper: the job's candidates ranked by the session fallback
+        (created, uid) when they all share one equivalence class, else None."""
+        hit = self._ranks.get(job_uid, False)
+        if hit is not False:
+            return hit
+        tasks = [t for t in self.ssn.jobs[job_uid].tasks.values() if t.uid in self.vec]
+        first = self.class_of(tasks[0]) if tasks else -1
+        if all(self.class_of(t) == first for t in tasks):
+            tasks.sort(key=_fallback_key)
+            hit = {t.uid: i for i, t in enumerate(tasks)}
+        else:
+            hit = None
+        self._ranks[job_uid] = hit
+        return hit
+
+    def class_of(self, task: TaskInfo) -> int:
+        """A small int naming the task's equivalence class (same sched_key, same int)."""
+        k = self._klass.get(task.uid)
+        if k is None:
+            k = self._klass[task.uid] = self._classes.setdefault(task.sched_key, len(self._classes))
+        return k
 
     def running_on(self, row: int) -> list[TaskInfo]:
         """Candidates on the row that are still Running (evicted ones drop out)."""
@@ -66,8 +110,9 @@ class VictimIndex:
     def capacity(self, queues: Iterable[str]) -> np.ndarray:
         """Summed candidate requests of the given queues per row."""
         total = np.zeros_like(self.ssn.node_table.idle)
+        caps = self.cap
         for q in queues:
-            cap = self.cap.get(q)
+            cap = caps.get(q)
             if cap is not None:
                 total += cap
         return total
@@ -88,36 +133,120 @@ class VictimIndex:
 
     def promising_rows(self, task: TaskInfo, ok: np.ndarray, capacity: np.ndarray) -> np.ndarray:
         """Rows passing `ok` where future idle plus the candidates could fit the task."""
+        return ok & self.fit_rows(task, capacity)
+
+    def fit_rows(self, task: TaskInfo, capacity: np.ndarray) -> np.ndarray:
+        """Rows where future idle plus `capacity` could fit the task (predicates not asked)."""
         table = self.ssn.node_table
-        if _lacks_scalar(table, task):
+        if lacks_scalar(table, task):
             return np.zeros(len(table), dtype=bool)
         vec = table.vector(task.resreq)
-        cols = _need(table, vec)
+        cols = needed_columns(vec)
         avail = table.future[:, cols] + capacity[:, cols]
-        return ok & ((vec[cols] - avail) < MIN_RESOURCE).all(axis=1)
+        return ((vec[cols] - avail) < MIN_RESOURCE).all(axis=1)
 
 
-def victims_fit(ssn: Session, task: TaskInfo, row: int, victims: list[TaskInfo]) -> bool:
-    """Volcano's ValidateVictims: some victims, and future idle plus all of them fits the task."""
+def victims_fit(ssn: Session, task: TaskInfo, row: int, victims: list[TaskInfo],
+                index: VictimIndex | None = None) -> bool:
+    """Volcano's ValidateVictims: some victims, and future idle plus all of them fits the task.
+
+    `index` (whose candidates the victims are) supplies their request vectors.
+    """
     if not victims:
         return False
     table = ssn.node_table
-    if _lacks_scalar(table, task):
+    if lacks_scalar(table, task):
         return False
     avail = table.future[row].copy()
+    vectors = index.vec if index is not None else {}
     for v in victims:
-        avail += table.vector(v.resreq)
+        vec = vectors.get(v.uid)
+        avail += table.vector(v.resreq) if vec is None else vec
     vec = table.vector(task.resreq)
-    cols = _need(table, vec)
+    cols = needed_columns(vec)
     return bool(((vec[cols] - avail[cols]) < MIN_RESOURCE).all())
 
 
-def victim_order(ssn: Session, preemptor: TaskInfo, victims: list[TaskInfo]) -> list[TaskInfo]:
+def victim_order(ssn: Session, preemptor: TaskInfo, victims: list[TaskInfo],
+                 index: VictimIndex | None = None, job_keys: dict[str, tuple] | None = None,
+                 ) -> list[TaskInfo]:
     """Volcano's BuildVictimsPriorityQueue: who is evicted first.
 
     Same job: reverse task order (lowest priority first). Different queues: victim queue
-    order. Otherwise: reverse job order.
+    order. Otherwise: reverse job order. That is a lexicographic order (queue, job reversed,
+    task reversed), built here from sorted queues, jobs and tasks of the candidates; the
+    pairwise comparator is kept for plugins without a job sort key. `index` (the victims'
+    VictimIndex) and `job_keys` (a cache of job sort keys for the current session state,
+    which the caller empties on any change) only save work.
     """
+    if len(victims) <= 1:
+        return list(victims)
+    job_key = ssn.job_order_key()
+    if job_key is None:
+        return _victim_order_cmp(ssn, preemptor, victims)
+    jobs = ssn.jobs
+    by_job: dict[str, list[TaskInfo]] = {}
+    for v in victims:
+        by_job.setdefault(v.job_uid, []).append(v)
+    keys = job_keys if job_keys is not None else {}
+    for uid in by_job:
+        if uid not in keys:
+            keys[uid] = job_key(jobs[uid])
+    by_queue: dict[str, list[str]] = {}
+    # Each group lists its jobs in reverse job order (the key's tail makes it strict).
+    for uid in sorted(by_job, key=keys.__getitem__, reverse=True):
+        by_queue.setdefault(jobs[uid].queue, []).append(uid)
+    queue_names = list(by_queue)
+    if len(queue_names) > 1:
+        pq = ssn.queues[jobs[preemptor.job_uid].queue]
+        queues = ssn.queues
+        queue_names.sort(key=cmp_to_key(
+            lambda a, b: ssn.victim_queue_compare(queues[a], queues[b], pq)))
+    out: list[TaskInfo] = []
+    for q in queue_names:
+        for uid in by_queue[q]:
+            tasks = by_job[uid]
+            if len(tasks) > 1:
+                _reverse_task_order(ssn, tasks, index)
+            out.extend(tasks)
+    return out
+
+
+def _reverse_task_order(ssn: Session, tasks: list[TaskInfo], index: VictimIndex | None) -> None:
+    """Sort one job's tasks in reverse session task order, in place.
+
+    Tasks with the same `sched_key` have the same priority, so task-order plugins cannot
+    tell them apart (as in `TaskList`): one class sorts by the session fallback alone.
+    task_compare is strict (uid fallback), so a reversed sort is exactly the reverse order.
+    """
+    if index is not None:
+        ranks = index.job_ranks(tasks[0].job_uid)
+        if ranks is not None and all(t.uid in ranks for t in tasks):
+            tasks.sort(key=lambda t: ranks[t.uid], reverse=True)
+            return
+        first = index.class_of(tasks[0])
+        same = all(index.class_of(t) == first for t in tasks)
+    else:
+        first_key = tasks[0].sched_key
+        same = all(t.sched_key == first_key for t in tasks)
+    if same:
+        tasks.sort(key=_fallback_key, reverse=True)
+    else:
+        tasks.sort(key=cmp_to_key(ssn.task_compare), reverse=True)
+
+
+def _fallback_key(task: TaskInfo) -> tuple[float, str]:
+    return (task.created, task.uid)
+
+
+def in_order_of(subset: list[TaskInfo], ordered: list[TaskInfo]) -> bool:
+    """`subset` is a subsequence of `ordered` (then, the order being strict, already sorted)."""
+    it = iter(ordered)
+    return all(any(t is o for o in it) for t in subset)
+
+
+def _victim_order_cmp(ssn: Session, preemptor: TaskInfo, victims: list[TaskInfo]) -> list[TaskInfo]:
+    """victim_order through the pairwise comparators (any plugin set)."""
     pq = ssn.queues[ssn.jobs[preemptor.job_uid].queue]
 
     def cmp(lv: TaskInfo, rv: TaskInfo) -> int:
