@@ -8,7 +8,9 @@ Each case runs in a subprocess (own peak RSS): the generated cluster is COPY'd i
 load / schedule / write seconds. Between steady cycles the node agent's work (Binding ->
 Running) and 1% churn happen in plain SQL, outside the timings. The floor, same run, same data:
 the load's own SQL statements re-run through raw psycopg (fetchall), and a raw COPY of as many
-rows as the cycle wrote, printed as ratios (our load / raw read, our write / raw copy).
+rows as the cycle wrote, printed as ratios (our load / raw read, our write / raw copy). Also
+a raw UPDATE of as many core_task rows (rolled back): what the database itself charges for the
+cycle's kind of write, next to the COPY into an unindexed, unlogged temp table.
 """
 
 from __future__ import annotations
@@ -133,6 +135,24 @@ def raw_copy_floor(conn: Any, rows: int) -> float:
     return best
 
 
+def raw_update_floor(conn: Any, rows: int) -> float:
+    """UPDATE `rows` core_task rows the way a bind does (status, node, `updated`) in one plain
+    statement, rolled back; fastest of 3 (seconds). The database's own cost of the cycle's main
+    write: every index of core_task gets a new entry per row (not a HOT update)."""
+    best = float("inf")
+    ids = [r[0] for r in conn.execute("SELECT id FROM core_task ORDER BY id LIMIT %s", (rows,)).fetchall()]
+    conn.rollback()
+    for _ in range(3):
+        t = time.perf_counter()
+        with conn.cursor() as cur:
+            cur.execute("UPDATE core_task SET status = CASE WHEN status = 'Binding' THEN 'Pending' "
+                        "ELSE 'Binding' END, node_id = COALESCE(node_id, 1), updated = now() "
+                        "WHERE id = ANY(%s)", (ids,))
+        best = min(best, time.perf_counter() - t)
+        conn.rollback()
+    return best
+
+
 def run_case(size: str, scenario: str, seed: int = 1, cycles: int | None = None) -> dict[str, Any]:
     """One case in this process (Django set up by the caller)."""
     import psycopg
@@ -162,6 +182,7 @@ def run_case(size: str, scenario: str, seed: int = 1, cycles: int | None = None)
         read_s, read_rows = raw_read_floor(conn)
         copy_rows = int(pct(written, 50))
         copy_s = raw_copy_floor(conn, max(copy_rows, 1))
+        update_s = raw_update_floor(conn, max(copy_rows, 1))
         tasks = conn.execute("SELECT count(*) FROM core_task").fetchone()[0]
 
     def ms(field: str, q: float) -> float:
@@ -181,8 +202,10 @@ def run_case(size: str, scenario: str, seed: int = 1, cycles: int | None = None)
         "placements_per_s": round(sum(placed) / total_s) if total_s else 0,
         "raw_select_ms": round(read_s * 1e3, 1), "rows_read": read_rows,
         "raw_copy_ms": round(copy_s * 1e3, 1), "rows_written": copy_rows,
+        "raw_update_ms": round(update_s * 1e3, 1),
         "load_vs_select": round(load / read_s, 2) if read_s else None,
         "write_vs_copy": round(write / copy_s, 2) if copy_s else None,
+        "write_vs_update": round(write / update_s, 2) if update_s else None,
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
     }
 
@@ -192,8 +215,9 @@ COLUMNS = [("size", "size"), ("scenario", "scenario"), ("tasks", "tasks"), ("cyc
            ("schedule p50", "schedule_ms_p50"), ("write p50", "write_ms_p50"),
            ("cycle p50", "cycle_ms_p50"), ("cycle p99", "cycle_ms_p99"),
            ("placements/s", "placements_per_s"), ("raw SELECT", "raw_select_ms"),
-           ("raw COPY", "raw_copy_ms"), ("load/SELECT", "load_vs_select"),
-           ("write/COPY", "write_vs_copy"), ("peak RSS MB", "peak_rss_mb")]
+           ("raw COPY", "raw_copy_ms"), ("raw UPDATE", "raw_update_ms"),
+           ("load/SELECT", "load_vs_select"), ("write/COPY", "write_vs_copy"),
+           ("write/UPDATE", "write_vs_update"), ("peak RSS MB", "peak_rss_mb")]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,10 +9,13 @@ error in a CycleRun of its own.
 from __future__ import annotations
 
 import copy
+import gc
 import json
 import logging
 import os
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -73,12 +76,28 @@ def with_rescheduling_last_run(conf: SchedulerConf, now: float) -> tuple[Schedul
     return conf, bool(plugin.strategies) and plugin.time_to_run(now)
 
 
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector for the cycle (restored after, even on error).
+
+    The load allocates tens of thousands of long-lived objects: generation scans would walk
+    them again and again for nothing (no cycles are made). Reference counting still frees.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def cycle_run(*, now: datetime | None = None) -> CycleRun:
     """Run one cycle (or record a skip when another cycle holds the leader lock)."""
     started = now or timezone.now()
     t0 = time.perf_counter()
     try:
-        with transaction.atomic():
+        with gc_paused(), transaction.atomic():
             if not writes.try_leader_lock():
                 return CycleRun.objects.create(started=started, skipped=True)
             return _run_locked(started, t0)
@@ -95,10 +114,14 @@ def _run_locked(started: datetime, t0: float) -> CycleRun:
     t1 = time.perf_counter()
     result = run_session(state.snapshot, conf)
     t2 = time.perf_counter()
-    binds, pipelined, evictions, conflicts = _write_tasks(state, result, started)
+    task_changes = _task_changes(state, result)
+    job_changes, code_changed, same_code = _job_changes(state, result, started)
+    # Every job this cycle writes, before any task row (see writes.lock_jobs: no deadlock with a cancel).
+    writes.lock_jobs((c.id for c in job_changes), (c.id for c in task_changes))
+    binds, pipelined, evictions, conflicts = _write_tasks(task_changes, started)
     if delay := float(os.environ.get(WRITE_SLEEP_ENV) or 0):
         time.sleep(delay)
-    conflicts += _write_jobs(state, result, started)
+    conflicts += _write_jobs(job_changes, code_changed, same_code, started)
     previous = (CycleRun.objects.filter(skipped=False).order_by("-id").values_list("id", flat=True).first())
     run = CycleRun.objects.create(
         started=started, config_version=version, load_seconds=t1 - t0, schedule_seconds=t2 - t1,
@@ -124,11 +147,8 @@ def prune_history(now: datetime) -> int:
     return samples + cycles
 
 
-def _write_tasks(state: LoadedState, result: SessionResult, now: datetime) -> tuple[int, int, int, int]:
-    """Binds (Binding), pipelines, evictions (Releasing), expired pipelines (back to Pending).
-
-    Returns (binds, pipelined, evictions applied, conflicts).
-    """
+def _task_changes(state: LoadedState, result: SessionResult) -> list[writes.TaskChange]:
+    """Binds (Binding), pipelines, evictions (Releasing), expired pipelines (back to Pending)."""
     changes: list[writes.TaskChange] = []
     for decisions, status in ((result.binds, TaskStatus.BINDING), (result.pipelined, TaskStatus.PIPELINED)):
         for uid, node in sorted(decisions.items()):
@@ -144,6 +164,11 @@ def _write_tasks(state: LoadedState, result: SessionResult, now: datetime) -> tu
     for uid, (pk, status, updated) in state.tasks.items():
         if status == TaskStatus.PIPELINED and uid not in result.binds and uid not in result.pipelined:
             changes.append(writes.TaskChange(pk, status, updated, TaskStatus.PENDING, None, True))
+    return changes
+
+
+def _write_tasks(changes: list[writes.TaskChange], now: datetime) -> tuple[int, int, int, int]:
+    """Apply the task changes; returns (binds, pipelined, evictions applied, conflicts)."""
     writes.lock_nodes(c.node_id for c in changes if c.node_id is not None)
     applied = writes.update_tasks(changes, now)
     counts = {TaskStatus.BINDING: 0, TaskStatus.PIPELINED: 0, TaskStatus.RELEASING: 0}
@@ -156,9 +181,24 @@ def _write_tasks(state: LoadedState, result: SessionResult, now: datetime) -> tu
     return counts[TaskStatus.BINDING], counts[TaskStatus.PIPELINED], counts[TaskStatus.RELEASING], conflicts
 
 
-def _write_jobs(state: LoadedState, result: SessionResult, now: datetime) -> int:
-    """Phases and current reasons of changed jobs, plus reason history. Returns conflicts."""
+def _job_changes(state: LoadedState, result: SessionResult, now: datetime,
+                 ) -> tuple[list[writes.JobChange], set[int], list[int]]:
+    """Phases and current reasons of changed jobs: (changes, ids whose reason code changed,
+    ids still waiting for the same reason code)."""
     changes: list[writes.JobChange] = []
+    # Through JSON: compares equal to what the database gives back next cycle. Memoised by the
+    # text: jobs of a queue often wait for the same details (the decoded values are read-only).
+    normalised: dict[str, dict] = {}
+
+    def normal_json(value: dict) -> dict:
+        if not value:
+            return {}
+        text = json.dumps(value, sort_keys=True, default=str)
+        out = normalised.get(text)
+        if out is None:
+            out = normalised[text] = json.loads(text)
+        return out
+
     code_changed: set[int] = set()
     same_code: list[int] = []
     for uid, row in state.jobs.items():
@@ -173,9 +213,10 @@ def _write_jobs(state: LoadedState, result: SessionResult, now: datetime) -> int
             code, message, details = "", "", {}
         else:
             data = reason.to_json() if hasattr(reason, "to_json") else dict(reason)
-            # Through JSON: compares equal to what the database gives back next cycle.
             code, message = str(data["code"]), data["message"]
-            details = json.loads(json.dumps(data.get("details") or {}, sort_keys=True, default=str))
+            details = data.get("details") or {}
+            # Equal as given: nothing to normalise (the row's value is already what JSON gives back).
+            details = row.reason_details if details == row.reason_details else normal_json(details)
         if code == row.reason_code:
             if code:
                 same_code.append(row.id)
@@ -186,6 +227,12 @@ def _write_jobs(state: LoadedState, result: SessionResult, now: datetime) -> int
             since = now if code else None
             code_changed.add(row.id)
         changes.append(writes.JobChange(row.id, row.phase, phase, code, message, details, since))
+    return changes, code_changed, same_code
+
+
+def _write_jobs(changes: list[writes.JobChange], code_changed: set[int], same_code: list[int],
+                now: datetime) -> int:
+    """Apply job changes and the reason history; returns conflicts."""
     applied = writes.update_jobs(changes, now)
     writes.write_reason_history([c for c in changes if c.id in applied and c.id in code_changed],
                                 same_code, now)

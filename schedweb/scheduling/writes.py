@@ -1,6 +1,7 @@
 """Set-based SQL writers of the cycle: one statement per kind of change, never a save() loop.
 
-PostgreSQL: `UPDATE ... FROM unnest(arrays...)` with `RETURNING` (the ids that still matched);
+PostgreSQL: `UPDATE ... FROM` the changes (unnest arrays, or a temp table filled by COPY when
+there are many) with `RETURNING` (the ids that still matched);
 SQLite: `executemany` of the same conditional UPDATE (the cycle holds SQLite's write lock for the
 whole transaction, so a row there cannot change under it). Every UPDATE carries the snapshot's
 view of the row in its WHERE clause: a row the API changed meanwhile is left alone (a conflict).
@@ -12,6 +13,7 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from django.db import connection
 
@@ -57,6 +59,25 @@ class TaskChange:
     set_node: bool = False
 
 
+def lock_jobs(job_ids: Iterable[int], task_ids: Iterable[int] = ()) -> None:
+    """Lock (FOR NO KEY UPDATE, in id order) the jobs `job_ids` and the jobs of `task_ids`.
+
+    The project's lock order is a job before its tasks (job_cancel, task_set_status, the agent):
+    a writer that changed task rows first and then waited for their job would deadlock with a
+    cancel holding the job and waiting for those tasks. Taking every job the cycle will write
+    up front, in one id-ordered statement, keeps that order (SQLite: one writer, nothing to do).
+    """
+    jobs, tasks = sorted(set(job_ids)), sorted(set(task_ids))
+    if not (jobs or tasks) or not is_postgres():
+        return
+    job_t, task_t = Job._meta.db_table, Task._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT id FROM {job_t} WHERE id = ANY(%s) OR id IN "
+            f"(SELECT job_id FROM {task_t} WHERE id = ANY(%s)) ORDER BY id FOR NO KEY UPDATE",
+            [jobs, tasks])
+
+
 def lock_nodes(node_ids: Iterable[int]) -> None:
     """FOR KEY SHARE the target nodes so a concurrent node delete waits for (or precedes) us."""
     ids = sorted(set(node_ids))
@@ -65,6 +86,36 @@ def lock_nodes(node_ids: Iterable[int]) -> None:
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT id FROM {Node._meta.db_table} WHERE id = ANY(%s) ORDER BY id FOR KEY SHARE",
                        [ids])
+
+
+# Big change sets travel by COPY into a session-local temp table (emptied at every commit), then
+# one `UPDATE ... FROM` it: binding 60,000 array elements as parameters costs several times more.
+# Small ones go as unnest() arrays in the UPDATE itself (one round trip instead of four).
+COPY_MIN_ROWS = 500
+TASK_CHANGES = ("sched_task_changes", "id bigint, old_status text, old_updated timestamptz, "
+                "new_status text, node_id bigint, set_node boolean")
+JOB_CHANGES = ("sched_job_changes", "id bigint, old_phase text, phase text, code text, message text, "
+               "details jsonb, since timestamptz")
+
+
+def _change_source(cursor: Any, table: tuple[str, str], rows: list[tuple]) -> tuple[str, list[list]]:
+    """The FROM item `v` of a change set and its parameters (PostgreSQL): `unnest(...)` of one array
+    per column for a few rows, else a temp table `table` (name, "col type, ...") filled by COPY.
+
+    The temp table gets no ANALYZE (catalog writes every cycle): the planner sizes it by its pages.
+    """
+    name, columns = table
+    pairs = [c.strip().split(" ", 1) for c in columns.split(",")]
+    if len(rows) < COPY_MIN_ROWS:
+        arrays = [list(col) for col in zip(*rows, strict=True)]
+        casts = ", ".join(f"%s::{kind}[]" for _, kind in pairs)
+        return f"unnest({casts}) AS v({', '.join(n for n, _ in pairs)})", arrays
+    cursor.execute(f"CREATE TEMP TABLE IF NOT EXISTS {name} ({columns}) ON COMMIT DELETE ROWS")
+    cursor.execute(f"DELETE FROM {name}")  # empty at the start of a cycle; not when a test calls twice
+    with cursor.copy(f"COPY {name} FROM STDIN") as copy:
+        for row in rows:
+            copy.write_row(row)
+    return f"{name} AS v", []
 
 
 def update_tasks(changes: Sequence[TaskChange], now: datetime) -> set[int]:
@@ -77,17 +128,15 @@ def update_tasks(changes: Sequence[TaskChange], now: datetime) -> set[int]:
     task_t, node_t = Task._meta.db_table, Node._meta.db_table
     with connection.cursor() as cursor:
         if is_postgres():
+            rows = [(c.id, c.old_status, c.old_updated, c.new_status, c.node_id, c.set_node) for c in changes]
+            source = _change_source(cursor, TASK_CHANGES, rows)
             cursor.execute(
                 f"UPDATE {task_t} AS t SET status = v.new_status, "
                 f"node_id = CASE WHEN v.set_node THEN v.node_id ELSE t.node_id END, updated = %s "
-                f"FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::text[], %s::bigint[], "
-                f"%s::boolean[]) AS v(id, old_status, old_updated, new_status, node_id, set_node) "
-                f"WHERE t.id = v.id AND t.status = v.old_status AND t.updated = v.old_updated::timestamptz "
+                f"FROM {source[0]} WHERE t.id = v.id AND t.status = v.old_status "
+                f"AND t.updated = v.old_updated "
                 f"AND (v.node_id IS NULL OR EXISTS (SELECT 1 FROM {node_t} n WHERE n.id = v.node_id)) "
-                f"RETURNING t.id",
-                [now, [c.id for c in changes], [c.old_status for c in changes],
-                 [c.old_updated for c in changes], [c.new_status for c in changes],
-                 [c.node_id for c in changes], [c.set_node for c in changes]])
+                f"RETURNING t.id", [now, *source[1]])
             return {row[0] for row in cursor.fetchall()}
         else:
             cursor.executemany(
@@ -120,15 +169,14 @@ def update_jobs(changes: Sequence[JobChange], now: datetime) -> set[int]:
     job_t = Job._meta.db_table
     with connection.cursor() as cursor:
         if is_postgres():
+            rows = [(c.id, c.old_phase, c.phase, c.code, c.message, json.dumps(c.details, sort_keys=True),
+                     c.since) for c in changes]
+            source = _change_source(cursor, JOB_CHANGES, rows)
             cursor.execute(
                 f"UPDATE {job_t} AS j SET phase = v.phase, reason_code = v.code, reason_message = v.message, "
-                f"reason_details = v.details::jsonb, reason_since = v.since, updated = %s "
-                f"FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[], "
-                f"%s::timestamptz[]) AS v(id, old_phase, phase, code, message, details, since) "
-                f"WHERE j.id = v.id AND j.phase = v.old_phase RETURNING j.id",
-                [now, [c.id for c in changes], [c.old_phase for c in changes], [c.phase for c in changes],
-                 [c.code for c in changes], [c.message for c in changes],
-                 [json.dumps(c.details, sort_keys=True) for c in changes], [c.since for c in changes]])
+                f"reason_details = v.details, reason_since = v.since, updated = %s "
+                f"FROM {source[0]} WHERE j.id = v.id AND j.phase = v.old_phase RETURNING j.id",
+                [now, *source[1]])
             return {row[0] for row in cursor.fetchall()}
         cursor.executemany(
             f"UPDATE {job_t} SET phase = %s, reason_code = %s, reason_message = %s, reason_details = %s, "
@@ -150,19 +198,52 @@ def write_reason_history(changed: Sequence[JobChange], unchanged_ids: Sequence[i
     Returns the number of history rows inserted.
     """
     changed_ids = sorted(c.id for c in changed)
-    for chunk in _chunks(changed_ids):
-        JobReasonHistory.objects.filter(job_id__in=chunk, current=True).update(current=False)
-    for chunk in _chunks(sorted(unchanged_ids)):
-        JobReasonHistory.objects.filter(job_id__in=chunk, current=True).update(last_seen=now)
+    if is_postgres():
+        # One statement per kind, ids as one array (no IN lists, no chunking).
+        table = JobReasonHistory._meta.db_table
+        with connection.cursor() as cursor:
+            if changed_ids:
+                cursor.execute(f"UPDATE {table} SET current = false WHERE current AND job_id = ANY(%s)",
+                               [changed_ids])
+            if unchanged_ids:
+                cursor.execute(f"UPDATE {table} SET last_seen = %s WHERE current AND job_id = ANY(%s)",
+                               [now, sorted(unchanged_ids)])
+    else:
+        for chunk in _chunks(changed_ids):
+            JobReasonHistory.objects.filter(job_id__in=chunk, current=True).update(current=False)
+        for chunk in _chunks(sorted(unchanged_ids)):
+            JobReasonHistory.objects.filter(job_id__in=chunk, current=True).update(last_seen=now)
     rows = [JobReasonHistory(job_id=c.id, code=c.code, message=c.message, details=c.details,
                              first_seen=now, last_seen=now, current=True) for c in changed if c.code]
     JobReasonHistory.objects.bulk_create(rows, batch_size=1000)
     return len(rows)
 
 
+SAMPLE_COLUMNS = ("cycle_id", "queue", "created", "deserved", "allocated", "request", "inqueue", "elastic",
+                  "capability", "real_capability", "guarantee", "share", "weight", "overused", "explanation")
+_SAMPLE_JSON = frozenset({"deserved", "allocated", "request", "inqueue", "elastic", "capability",
+                          "real_capability", "guarantee", "explanation"})
+
+
+def _json_text(value: object) -> str | None:
+    return None if value is None else json.dumps(value)
+
+
 def insert_samples(samples: list[QueueSample], previous_cycle_id: int | None) -> None:
-    """Insert this cycle's queue samples (multi-row INSERT); only the latest keep `explanation`."""
+    """Insert this cycle's queue samples; only the latest keep `explanation`.
+
+    PostgreSQL: one COPY (explanations are kilobytes each: no statement to parse and plan);
+    SQLite: a multi-row INSERT.
+    """
     if previous_cycle_id is not None:
         QueueSample.objects.filter(cycle_id=previous_cycle_id, explanation__isnull=False).update(
             explanation=None)
-    QueueSample.objects.bulk_create(samples, batch_size=1000)
+    if not is_postgres():
+        QueueSample.objects.bulk_create(samples, batch_size=1000)
+        return
+    getters = [(name, name in _SAMPLE_JSON) for name in SAMPLE_COLUMNS]
+    with connection.cursor() as cursor, cursor.copy(
+            f"COPY {QueueSample._meta.db_table} ({', '.join(SAMPLE_COLUMNS)}) FROM STDIN") as copy:
+        for sample in samples:
+            copy.write_row([_json_text(getattr(sample, name)) if is_json else getattr(sample, name)
+                            for name, is_json in getters])
