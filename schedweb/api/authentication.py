@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+from functools import cache
+
+from django.contrib.auth import get_user_model
+from django.db import connection
+from django.utils import timezone
 from rest_framework import authentication, exceptions
 
-from schedweb.api.services import token_authenticate
+from schedweb.api.cache import version_columns, version_digest
+from schedweb.api.models import ApiToken
+from schedweb.api.services import LAST_USED_RESOLUTION, hash_key, token_authenticate
 
 
 class ApiTokenAuthentication(authentication.BaseAuthentication):
@@ -23,7 +30,7 @@ class ApiTokenAuthentication(authentication.BaseAuthentication):
             raw = header[1].decode()
         except UnicodeError as exc:
             raise exceptions.AuthenticationFailed("Invalid token header: key is not ASCII.") from exc
-        token = token_authenticate(raw_key=raw)
+        token = active_token(raw, request)
         if token is None or not token.user.is_active:
             raise exceptions.AuthenticationFailed("Invalid, expired or revoked token.")
         return token.user, token
@@ -31,3 +38,51 @@ class ApiTokenAuthentication(authentication.BaseAuthentication):
     def authenticate_header(self, request) -> str:
         """Makes DRF answer 401 (not 403) to unauthenticated requests."""
         return 'Token realm="api"'
+
+
+@cache
+def _token_sql(with_version: bool) -> tuple[str, list[str], list[str]]:
+    user_model = get_user_model()
+    token_cols = [f.attname for f in ApiToken._meta.concrete_fields]
+    user_cols = [f.attname for f in user_model._meta.concrete_fields]
+    quote = connection.ops.quote_name
+    cols = [f"t.{quote(c)}" for c in token_cols] + [f"u.{quote(c)}" for c in user_cols]
+    if with_version:
+        cols.append(version_columns())
+    user_pk = quote(user_model._meta.pk.column)
+    sql = (f"SELECT {', '.join(cols)} FROM {quote(ApiToken._meta.db_table)} t "
+           f"INNER JOIN {quote(user_model._meta.db_table)} u ON u.{user_pk} = t.user_id "
+           "WHERE t.key_hash = %s AND t.revoked IS NULL")
+    return sql, token_cols, user_cols
+
+
+def active_token(raw_key: str, request=None) -> ApiToken | None:
+    """services.token_authenticate's rules (active, unexpired, last_used refreshed at most once a
+    minute) in one fixed SQL statement on PostgreSQL: building the ORM query cost a third of a
+    cached read. Other databases (their drivers return text dates) take the service itself.
+
+    For a GET `request`, the same round trip reads the data version of schedweb.api.cache and
+    leaves it on the request (a cached read then needs no other query).
+    """
+    if connection.vendor != "postgresql":
+        return token_authenticate(raw_key=raw_key)
+    with_version = request is not None and request.method == "GET"
+    sql, token_cols, user_cols = _token_sql(with_version)
+    with connection.cursor() as cur:
+        cur.execute(sql, [hash_key(raw_key)])
+        row = cur.fetchone()  # key_hash is unique
+    if row is None:
+        return None
+    token = ApiToken.from_db(connection.alias, token_cols, row[: len(token_cols)])
+    split = len(token_cols) + len(user_cols)
+    token.user = get_user_model().from_db(connection.alias, user_cols, row[len(token_cols):split])
+    if with_version:
+        django_request = getattr(request, "_request", request)
+        django_request.api_data_version = version_digest(row[split:])
+    now = timezone.now()
+    if token.expires is not None and token.expires <= now:
+        return None
+    if token.last_used is None or now - token.last_used > LAST_USED_RESOLUTION:
+        ApiToken.objects.filter(pk=token.pk).update(last_used=now)
+        token.last_used = now
+    return token

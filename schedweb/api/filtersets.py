@@ -55,7 +55,9 @@ class JobFilterSet(django_filters.FilterSet):
 
     queue = django_filters.CharFilter(field_name="queue__name")
     namespace = django_filters.CharFilter()
-    phase = django_filters.MultipleChoiceFilter(choices=_choices(JOB_PHASES))
+    # distinct=False: a plain column of the job row, so no duplicates to remove (DISTINCT over
+    # every selected column made the pending list 20x slower).
+    phase = django_filters.MultipleChoiceFilter(choices=_choices(JOB_PHASES), distinct=False)
     reason_code = django_filters.CharFilter()
     submitted_by = django_filters.CharFilter(field_name="submitted_by__username")
     search = django_filters.CharFilter(method="filter_search")

@@ -48,11 +48,11 @@ def server_env() -> dict[str, str]:
     return env
 
 
-def start_gunicorn(port: int, workers: int, threads: int) -> subprocess.Popen:
-    """gunicorn gthread on 127.0.0.1:port; returns once /healthz answers (or raises)."""
+def start_gunicorn(port: int, workers: int, threads: int, worker_class: str = "gthread") -> subprocess.Popen:
+    """gunicorn (gthread by default) on 127.0.0.1:port; returns once /healthz answers (or raises)."""
     proc = subprocess.Popen(
         [str(Path(sys.executable).with_name("gunicorn")), "schedweb.wsgi:application", "--bind",
-         f"127.0.0.1:{port}", "--workers", str(workers), "--threads", str(threads), "-k", "gthread",
+         f"127.0.0.1:{port}", "--workers", str(workers), "--threads", str(threads), "-k", worker_class,
          "--keep-alive", "30", "--log-level", "warning"], env=server_env())
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -123,7 +123,10 @@ def measure(path: str, token: str, port: int, clients: int, count: int, seconds:
     for th in threads:
         th.join()
     wall = time.perf_counter() - t
-    return {"clients": clients, "requests": len(lat), "errors": len(errors),
+    kinds: dict[str, int] = {}
+    for kind in errors:
+        kinds[kind] = kinds.get(kind, 0) + 1
+    return {"clients": clients, "requests": len(lat), "errors": len(errors), "error_kinds": kinds,
             "p50_ms": round(pct(lat, 50), 1), "p99_ms": round(pct(lat, 99), 1),
             "max_ms": round(max(lat), 1) if lat else 0.0, "req_per_s": round(len(lat) / wall, 1)}
 
@@ -147,6 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seconds", type=float, default=30.0, help="time bound per endpoint")
     p.add_argument("--workers", type=int, default=3)
     p.add_argument("--threads", type=int, default=8)
+    p.add_argument("--worker-class", default="gthread", help="gunicorn -k (sync = docker-compose's default)")
     p.add_argument("--no-cycles", action="store_true", help="measure without cycles running")
     p.add_argument("--json", default="var/bench")
     p.add_argument("--cycler", action="store_true", help=argparse.SUPPRESS)
@@ -161,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
         reset(conn, build_world(args.size, "steady", args.seed).spec)
     token = make_token()
     port = free_port()
-    server = start_gunicorn(port, args.workers, args.threads)
+    server = start_gunicorn(port, args.workers, args.threads, args.worker_class)
     cycler = None
     rows: list[dict[str, Any]] = []
     try:
@@ -177,7 +181,8 @@ def main(argv: list[str] | None = None) -> int:
             for n in (1, clients):
                 rows.append({"endpoint": name, "path": path, "size": args.size,
                              **measure(path, token, port, n, args.requests, args.seconds)})
-                print(f"  done {name} x{n}: p99 {rows[-1]['p99_ms']} ms", file=sys.stderr)
+                print(f"  done {name} x{n}: p99 {rows[-1]['p99_ms']} ms, errors {rows[-1]['error_kinds']}",
+                      file=sys.stderr)
     finally:
         cycles = None
         if cycler is not None:
@@ -186,10 +191,11 @@ def main(argv: list[str] | None = None) -> int:
             cycles = out.strip() or None
         server.terminate()
         server.wait(timeout=30)
+    cycles_on = not args.no_cycles
     for r in rows:
-        r["cycles_running"] = not args.no_cycles
-    table = print_table(f"API latency (size {args.size}, gunicorn {args.workers}x{args.threads} gthread, "
-                f"cycles running: {not args.no_cycles})",
+        r["cycles_running"] = cycles_on
+    server_desc = f"gunicorn {args.workers}x{args.threads} {args.worker_class}"
+    table = print_table(f"API latency (size {args.size}, {server_desc}, cycles running: {cycles_on})",
                 [("endpoint", "endpoint"), ("clients", "clients"), ("requests", "requests"),
                  ("errors", "errors"), ("p50 ms", "p50_ms"), ("p99 ms", "p99_ms"), ("max ms", "max_ms"),
                  ("req/s", "req_per_s")], rows)

@@ -154,7 +154,9 @@ class Job(models.Model):
                                     condition=models.Q(idempotency_key__isnull=False),
                                     name="job_idempotency_key_unique"),
         ]
-        indexes = [models.Index(fields=["phase"], name="job_phase_idx")]
+        # job_updated_idx: the API's cache validity check reads max(updated) (schedweb.api.cache).
+        indexes = [models.Index(fields=["phase"], name="job_phase_idx"),
+                   models.Index(fields=["updated"], name="job_updated_idx")]
 
     def __str__(self) -> str:
         return f"{self.namespace}/{self.name}"
@@ -192,7 +194,9 @@ class Task(models.Model):
     class Meta:
         ordering = ["job_id", "name"]
         constraints = [models.UniqueConstraint(fields=["job", "name"], name="task_job_name_unique")]
-        indexes = [models.Index(fields=["status"], name="task_status_idx")]
+        # task_updated_idx: the API's cache validity check reads max(updated) (schedweb.api.cache).
+        indexes = [models.Index(fields=["status"], name="task_status_idx"),
+                   models.Index(fields=["updated"], name="task_updated_idx")]
 
     def __str__(self) -> str:
         return self.name

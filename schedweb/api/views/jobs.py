@@ -12,6 +12,7 @@ from rest_framework.filters import OrderingFilter
 from rest_framework.response import Response
 
 from schedweb.api import commands
+from schedweb.api.cache import cached_json
 from schedweb.api.filtersets import JobFilterSet, TaskFilterSet
 from schedweb.api.permissions import ReadAnyWriteStaff
 from schedweb.api.serializers.jobs import (
@@ -40,19 +41,29 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
     def get_queryset(self) -> QuerySet:
         """The view's rows with the relations its serializer reads."""
         qs = Job.objects.select_related("queue", "priority_class", "submitted_by")
-        if self.action == "list":
-            qs = qs.annotate(
-                task_count=Count("tasks"),
-                running_count=Count("tasks", filter=Q(tasks__status="Running")),
-                pending_count=Count("tasks", filter=Q(tasks__status="Pending")),
-            )
-        elif self.action == "retrieve":
+        # Lists get their task counts per page (list below), not by a GROUP BY of every match.
+        if self.action == "retrieve":
             qs = qs.prefetch_related("tasks__node")
         return qs
 
     def get_serializer_class(self):
         """Lists use the light serializer, other actions the detail one."""
         return JobSerializer if self.action == "list" else JobDetailSerializer
+
+    def list(self, request, *args, **kwargs):
+        """Jobs, paginated and filtered; each with its task, running and pending counts.
+
+        Served from schedweb.api.cache (computed again when the data version changes; ETag/304).
+        """
+        return cached_json(self, request, "job-list", self._list_data) or Response(self._list_data())
+
+    def _list_data(self) -> dict:
+        queryset = self.filter_queryset(self.get_queryset())
+        page = self.paginate_queryset(queryset)
+        if page is None:  # pagination switched off: the whole list
+            return self.get_serializer(with_task_counts(list(queryset)), many=True).data
+        with_task_counts(page)
+        return self.paginator.get_paginated_response(self.get_serializer(page, many=True).data).data
 
     def _detail(self, job: Job, code: int = status.HTTP_200_OK, headers: dict | None = None) -> Response:
         job = Job.objects.select_related("queue", "priority_class", "submitted_by").prefetch_related(
@@ -92,6 +103,20 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
     def cancel(self, request, pk=None):
         """Cancel the job, releasing its tasks; returns the cancelled job."""
         return self._detail(self._cancel(request, pk))
+
+
+def with_task_counts(jobs: list[Job]) -> list[Job]:
+    """Set task_count / running_count / pending_count on these jobs (one grouped query)."""
+    counts = {
+        row["job_id"]: row for row in
+        Task.objects.filter(job_id__in=[j.id for j in jobs]).values("job_id").annotate(
+            total=Count("id"), running=Count("id", filter=Q(status="Running")),
+            pending=Count("id", filter=Q(status="Pending"))).order_by()
+    }
+    for job in jobs:
+        row = counts.get(job.id) or {"total": 0, "running": 0, "pending": 0}
+        job.task_count, job.running_count, job.pending_count = row["total"], row["running"], row["pending"]
+    return jobs
 
 
 class TaskViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):

@@ -12,6 +12,7 @@ from rest_framework.filters import OrderingFilter
 from rest_framework.response import Response
 
 from schedweb.api import commands
+from schedweb.api.cache import cached_json
 from schedweb.api.filtersets import QueueFilterSet
 from schedweb.api.permissions import ADMIN_GROUPS, ADMIN_USERS, SUBMITTER_GROUPS, SUBMITTER_USERS
 from schedweb.api.selectors import queue_tree
@@ -110,7 +111,14 @@ class QueueViewSet(viewsets.GenericViewSet):
     @extend_schema(responses={200: OpenApiResponse(description="The whole queue hierarchy with figures")})
     @action(detail=False, methods=["get"], pagination_class=None, filter_backends=[])
     def tree(self, request):
-        """The whole hierarchy in one response; parents' allocated/request/pending sum their subtree."""
-        _, children, figures = queue_tree()
-        roots = [queue_node(q, children, figures) for q in children.get(None, ())]
-        return Response({"name": "root", "children": roots})
+        """The whole hierarchy in one response; parents' allocated/request/pending sum their subtree.
+
+        Served from schedweb.api.cache (computed again when the data version changes; ETag/304).
+        """
+        return cached_json(self, request, "queue-tree", tree_body) or Response(tree_body())
+
+
+def tree_body() -> dict:
+    """The tree response's data: the implicit root with the top-level queues' subtrees."""
+    _, children, figures = queue_tree()
+    return {"name": "root", "children": [queue_node(q, children, figures) for q in children.get(None, ())]}

@@ -1,0 +1,237 @@
+"""Rendered bodies of the heavy GET endpoints (queue tree, job lists), cached per data version.
+
+A body is keyed by (endpoint, what the user may read, media type, absolute URL) and is valid
+for one *data version*: a single round trip of O(1) index lookups (newest cycle and sample
+ids, the queue set, job/task id and `updated` watermarks, priority class names). Every write
+path of the project (services, the cycle's writes) bumps one of them, so a new cycle, a
+submission, a task report or a queue edit makes the next request compute afresh. A write the
+watermarks cannot see (a bulk `.update()` that leaves `updated` alone, a username change, two
+transactions committing out of timestamp order) shows at the next change or after
+API_CACHE_SECONDS at most. Two levels: this process (no pickling), then Django's cache (Redis
+when REDIS_URL is set, shared by all workers). While one thread of a process recomputes a
+body, its other threads answer with the previous version of the same URL (at most one
+recomputation old) instead of queueing; a request with no body at hand waits. ETag on every
+cached body; a matching If-None-Match gets 304.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.cache import cache
+from django.db import connection
+from django.http import HttpResponse, HttpResponseNotModified
+from rest_framework.renderers import JSONRenderer
+
+from schedweb.core.models import Job, PriorityClass, Queue, Task
+from schedweb.scheduling.models import CycleRun, QueueSample
+
+KEY_PREFIX = "api-body:2"
+# Per process, bounded in count and bytes, since query strings are the client's to choose.
+LOCAL_ENTRIES = 256
+LOCAL_BYTES = 32 * 1024 * 1024
+_STRIPES = 64
+SHARED_RETRY_SECONDS = 10.0
+logger = logging.getLogger(__name__)
+_shared_down_until = [0.0]  # monotonic time before which the shared cache is not tried
+
+
+def ttl_seconds() -> float:
+    """Upper bound on how long a body may be served for one data version (settings override)."""
+    return float(getattr(settings, "API_CACHE_SECONDS", 5))
+
+
+def version_columns() -> str:
+    """The SELECT list whose values make the data version (also fused into the token lookup)."""
+    t = {m.__name__: m._meta.db_table for m in (CycleRun, QueueSample, Queue, Job, Task, PriorityClass)}
+    user_t = get_user_model()._meta.db_table
+    names = ("string_agg(CAST(id AS text) || '=' || name, ',' ORDER BY id)"
+             if connection.vendor == "postgresql" else "group_concat(id || '=' || name, ',')")
+    # Each sub-select is an index lookup (max of a pk or of an indexed `updated`) or reads a
+    # table of a few hundred rows at most (queues, priority classes).
+    return (
+        f"(SELECT max(id) FROM {t['CycleRun']}), (SELECT max(id) FROM {t['QueueSample']}), "
+        f"(SELECT count(*) FROM {t['Queue']}), (SELECT max(updated) FROM {t['Queue']}), "
+        f"(SELECT sum(id) FROM {t['Queue']}), "
+        f"(SELECT max(id) FROM {t['Job']}), (SELECT max(updated) FROM {t['Job']}), "
+        f"(SELECT max(id) FROM {t['Task']}), (SELECT max(updated) FROM {t['Task']}), "
+        f"(SELECT {names} FROM {t['PriorityClass']}), (SELECT max(id) FROM {user_t})"
+    )
+
+
+def version_digest(values: tuple | list) -> str:
+    """The data version of the values read by version_columns()."""
+    return hashlib.sha1(repr(tuple(values)).encode()).hexdigest()
+
+
+def data_version(request=None) -> str:
+    """A digest of everything the cached bodies are computed from: the one the request's token
+    lookup already read (schedweb.api.authentication, same round trip), else one query."""
+    known = getattr(request, "api_data_version", None) if request is not None else None
+    if known is not None:
+        return known
+    with connection.cursor() as cur:
+        cur.execute("SELECT " + version_columns())
+        row = cur.fetchone()
+    return version_digest(row)
+
+
+def read_scope(request) -> str:
+    """What the user may read, as part of the key. Every signed-in user reads every queue and job
+    (schedweb.api.permissions); should reads ever be restricted, this must name the user's
+    visible queue set (e.g. a digest of its ids) so that no body crosses that line."""
+    user = request.user
+    if not (user and user.is_authenticated):
+        raise ValueError("cached bodies are only for signed-in users")
+    return "all-signed-in"
+
+
+@dataclass(frozen=True)
+class Body:
+    """One rendered body: the version it was computed for, its ETag and bytes."""
+
+    version: str
+    etag: str
+    content: bytes
+    content_type: str
+    stored: float  # time.monotonic() when computed or fetched
+
+
+_local: OrderedDict[str, Body] = OrderedDict()
+_local_bytes = 0
+_local_lock = threading.Lock()
+_compute_locks = [threading.Lock() for _ in range(_STRIPES)]
+
+
+def _local_get(base: str) -> Body | None:
+    with _local_lock:
+        body = _local.get(base)
+        if body is not None:
+            _local.move_to_end(base)
+        return body
+
+
+def _local_put(base: str, body: Body) -> None:
+    global _local_bytes
+    with _local_lock:
+        old = _local.pop(base, None)
+        _local_bytes -= len(old.content) if old is not None else 0
+        _local[base] = body
+        _local_bytes += len(body.content)
+        while len(_local) > 1 and (len(_local) > LOCAL_ENTRIES or _local_bytes > LOCAL_BYTES):
+            _, evicted = _local.popitem(last=False)
+            _local_bytes -= len(evicted.content)
+
+
+def clear_local() -> None:
+    """Forget this process's bodies (tests; the shared cache keeps its own TTL)."""
+    global _local_bytes
+    with _local_lock:
+        _local.clear()
+        _local_bytes = 0
+
+
+def _fresh(body: Body | None, version: str) -> bool:
+    return body is not None and body.version == version and time.monotonic() - body.stored < ttl_seconds()
+
+
+def _respond(request, body: Body) -> HttpResponse:
+    if body.etag in _if_none_match(request):
+        response = HttpResponseNotModified()
+    else:
+        response = HttpResponse(body.content, content_type=body.content_type)
+    response["ETag"] = body.etag
+    return response
+
+
+def _if_none_match(request) -> set[str]:
+    raw = request.META.get("HTTP_IF_NONE_MATCH", "")
+    return {part.strip().removeprefix("W/") for part in raw.split(",") if part.strip()}
+
+
+def cached_json(view, request, endpoint: str, build: Callable[[], Any]) -> HttpResponse | None:
+    """The endpoint's JSON body for this request, from the cache or `build()` (its data).
+
+    None when the negotiated renderer is not plain JSON (the browsable API): the caller then
+    answers as usual. `build` may raise (a 400 for a bad filter): nothing is cached then.
+    """
+    renderer = request.accepted_renderer
+    if type(renderer) is not JSONRenderer:
+        return None
+    base = "|".join((endpoint, read_scope(request), request.accepted_media_type or "",
+                     request.build_absolute_uri()))
+    base = hashlib.sha1(base.encode()).hexdigest()
+    version = data_version(request)
+    body = _local_get(base)
+    if _fresh(body, version):
+        return _respond(request, body)
+    lock = _compute_locks[int(base[:8], 16) % _STRIPES]
+    if not lock.acquire(blocking=False):
+        if body is not None and body.version != version and time.monotonic() - body.stored < ttl_seconds():
+            # Another thread is computing this URL's new version: answer with the previous one
+            # rather than queue behind it (the request raced that change anyway).
+            return _respond(request, body)
+        lock.acquire()
+    try:
+        body = _local_get(base)
+        if not _fresh(body, version):
+            body = _shared_get(base, version) or _compute(view, request, base, version, build)
+            _local_put(base, body)
+    finally:
+        lock.release()
+    return _respond(request, body)
+
+
+def _shared_key(base: str, version: str) -> str:
+    return f"{KEY_PREFIX}:{base}:{version}"
+
+
+def _shared_usable() -> bool:
+    return time.monotonic() >= _shared_down_until[0]
+
+
+def _shared_failed(exc: Exception) -> None:
+    # Redis down must not turn reads into 500s nor make each one wait for the client's retries:
+    # skip the shared level for a while and work from this process's bodies.
+    _shared_down_until[0] = time.monotonic() + SHARED_RETRY_SECONDS
+    logger.warning("API body cache: shared cache unavailable for %ss (%s)", SHARED_RETRY_SECONDS, exc)
+
+
+def _shared_get(base: str, version: str) -> Body | None:
+    if not _shared_usable():
+        return None
+    try:
+        hit = cache.get(_shared_key(base, version))
+    except Exception as exc:  # any backend error (redis.ConnectionError, timeouts)
+        _shared_failed(exc)
+        return None
+    if hit is None:
+        return None
+    etag, content, content_type, computed_at = hit
+    # Age it from when another process computed it (wall clock), so TTL bounds its total age.
+    return Body(version, etag, content, content_type, time.monotonic() - max(0.0, time.time() - computed_at))
+
+
+def _compute(view, request, base: str, version: str, build: Callable[[], Any]) -> Body:
+    data = build()
+    renderer = request.accepted_renderer
+    content = renderer.render(data, request.accepted_media_type, view.get_renderer_context())
+    content_type = renderer.media_type if not renderer.charset else (
+        f"{renderer.media_type}; charset={renderer.charset}")
+    etag = '"' + hashlib.sha1(content).hexdigest() + '"'
+    if _shared_usable():
+        try:
+            cache.set(_shared_key(base, version), (etag, content, content_type, time.time()),
+                      timeout=max(1, int(ttl_seconds())))
+        except Exception as exc:  # as in _shared_get
+            _shared_failed(exc)
+    return Body(version, etag, content, content_type, time.monotonic())
