@@ -37,8 +37,21 @@ bench: services venv
 	BENCH_DATABASE_URL=$(BENCH_DATABASE_URL) $(PY) -m schedweb.bench.db_bench
 	BENCH_DATABASE_URL=$(BENCH_DATABASE_URL) $(PY) -m schedweb.bench.api_bench
 
-soak:
-	@echo "make soak: not yet implemented"; exit 1
+# Soak (minutes, not part of `make test`): the soak-marked fault/load tests of tests/reliability
+# (kill -9 of the worker, PostgreSQL restarts, a Redis outage, two beats, 64 clients), then
+# schemathesis over the whole API with a bigger budget. Each writes its counts to var/soak/;
+# scripts/soak_summary.py prints the table. Own database and Redis db: no clash with `make test`.
+SOAK_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/schedweb_soak
+soak: services venv
+	@rm -rf var/soak && mkdir -p var/soak && date +%s > var/soak/started
+	@status=0; \
+	DATABASE_URL=$(SOAK_DATABASE_URL) REDIS_URL=redis://127.0.0.1:6379/12 SOAK_REPORT_DIR=var/soak \
+		$(PY) -m pytest tests/reliability -m soak -p no:cacheprovider $(PYTEST_ARGS) || status=1; \
+	DATABASE_URL=$(SOAK_DATABASE_URL) REDIS_URL=redis://127.0.0.1:6379/12 SOAK_REPORT_DIR=var/soak \
+		SCHEMATHESIS_MAX_EXAMPLES=$${SCHEMATHESIS_MAX_EXAMPLES:-12} $(PY) -m pytest -q -p no:cacheprovider \
+		-p tests.reliability.soak_plugin tests/web/security/test_schemathesis.py || status=1; \
+	$(PY) scripts/soak_summary.py var/soak || status=1; \
+	exit $$status
 
 clean:
 	rm -rf var staticfiles .pytest_cache .ruff_cache .hypothesis

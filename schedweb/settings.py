@@ -145,7 +145,7 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_TIMEZONE = "UTC"
 CACHES = {
     "default": (
-        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
+        {"BACKEND": "schedweb.core.cache_backend.ResilientRedisCache", "LOCATION": REDIS_URL}
         if REDIS_URL else
         {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "schedweb"}
     ),

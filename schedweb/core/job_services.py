@@ -213,6 +213,8 @@ def task_set_status(*, task: Task, status: str, node: Node | str | None = None) 
     A job whose tasks have all finished becomes Completed.
     """
     check_choice(status, "status", TaskStatus.values)
+    # The job first, then its task: the project's lock order (see scheduling.writes.lock_jobs).
+    Job.objects.select_for_update(no_key=True).filter(pk=task.job_id).first()
     task = Task.objects.select_for_update().get(pk=task.pk)
     if status != task.status and status not in TASK_TRANSITIONS[task.status]:
         raise fail("status", f"A {task.status} task cannot become {status}.")

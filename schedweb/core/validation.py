@@ -189,14 +189,21 @@ def check_tolerations(value: Any, field: str) -> list[dict]:
     return value
 
 
+# Every integer the services store lands in a 32-bit column (PostgreSQL `integer`): a value
+# outside it must be a 400, not a DataError ("integer out of range") at INSERT time.
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+
+
 def check_int(value: Any, field: str, *, minimum: int | None = None, nullable: bool = False) -> int | None:
-    """An integer (not a bool), optionally at least `minimum`."""
+    """An integer (not a bool) within 32 bits, optionally at least `minimum`."""
     if value is None and nullable:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
         raise fail(field, f"Expected a whole number, not {value!r}.")
     if minimum is not None and value < minimum:
         raise fail(field, f"Must be at least {minimum}, got {value}.")
+    if not INT32_MIN <= value <= INT32_MAX:
+        raise fail(field, f"Must be between {INT32_MIN} and {INT32_MAX}, got {value}.")
     return value
 
 

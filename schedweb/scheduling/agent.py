@@ -13,10 +13,11 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from schedweb.core.models import TERMINAL_JOB_PHASES, TERMINAL_TASK_STATUSES, Job, JobPhase, Task, TaskStatus
+from schedweb.scheduling import writes
 
 GRACE_PERIODS = 2  # Releasing tasks finish after this many schedule periods
 
@@ -33,26 +34,62 @@ class AgentStep:
 
 @transaction.atomic
 def agent_step(*, now: datetime | None = None, period: float | None = None) -> AgentStep:
-    """Advance simulated tasks and jobs to `now` (default: the current time)."""
+    """Advance simulated tasks and jobs to `now` (default: the current time).
+
+    Decides first (one read), then locks the jobs of the tasks it will change, in id order,
+    before changing any task: the project's lock order (see scheduling.writes.lock_jobs), so a
+    cancel or a cycle running meanwhile waits instead of deadlocking.
+    """
     now = now or timezone.now()
     period = settings.SCHEDULE_PERIOD if period is None else period
     step = AgentStep()
-    step.started = Task.objects.filter(status__in=(TaskStatus.BINDING, TaskStatus.BOUND)).update(
-        status=TaskStatus.RUNNING, started=now, updated=now)
-    # Durations are seconds: decide in Python over the (few) timed Running tasks, then one UPDATE.
-    done = [pk for pk, started, duration in Task.objects.filter(
-        status=TaskStatus.RUNNING, duration__isnull=False, started__isnull=False).values_list(
-        "id", "started", "duration") if started + timedelta(seconds=duration) <= now]
-    for i in range(0, len(done), 5000):
-        step.succeeded += Task.objects.filter(id__in=done[i:i + 5000], status=TaskStatus.RUNNING).update(
-            status=TaskStatus.SUCCEEDED, finished=now, updated=now)
-    expired = Q(status=TaskStatus.RELEASING, updated__lte=now - timedelta(seconds=GRACE_PERIODS * period))
-    step.released = Task.objects.filter(expired, job__phase__in=TERMINAL_JOB_PHASES).update(
-        status=TaskStatus.FAILED, node=None, finished=now, updated=now)
-    step.released += Task.objects.filter(expired).exclude(job__phase__in=TERMINAL_JOB_PHASES).update(
-        status=TaskStatus.PENDING, node=None, started=None, updated=now)
+    expired_before = now - timedelta(seconds=GRACE_PERIODS * period)
+    starting, done, released, jobs = [], [], [], set()
+    # Durations are seconds: decide in Python over the (few) Binding, Bound, timed Running and
+    # Releasing tasks. A Binding task starts now, so one with duration 0 also succeeds now.
+    for pk, job_id, status, started, duration in Task.objects.filter(
+            Q(status__in=(TaskStatus.BINDING, TaskStatus.BOUND))
+            | Q(status=TaskStatus.RUNNING, duration__isnull=False, started__isnull=False)
+            | Q(status=TaskStatus.RELEASING, updated__lte=expired_before)).values_list(
+            "id", "job_id", "status", "started", "duration").order_by():
+        if status == TaskStatus.RELEASING:
+            released.append(pk)
+        else:
+            if status != TaskStatus.RUNNING:
+                starting.append(pk)
+                started = now
+            if duration is not None and started + timedelta(seconds=duration) <= now:
+                done.append(pk)
+            elif status == TaskStatus.RUNNING:
+                continue  # nothing to do: its job needs no lock
+        jobs.add(job_id)
+    writes.lock_jobs(jobs)
+    # Each UPDATE re-checks the status it decided from: a task changed meanwhile is left alone.
+    step.started = _update(starting, Q(status__in=(TaskStatus.BINDING, TaskStatus.BOUND)),
+                           status=TaskStatus.RUNNING, started=now, updated=now)
+    step.succeeded = _update(done, Q(status=TaskStatus.RUNNING),
+                             status=TaskStatus.SUCCEEDED, finished=now, updated=now)
+    expired = Q(status=TaskStatus.RELEASING, updated__lte=expired_before)
+    step.released = _update(released, expired & Q(job__phase__in=TERMINAL_JOB_PHASES),
+                            status=TaskStatus.FAILED, node=None, finished=now, updated=now)
+    step.released += _update(released, expired & ~Q(job__phase__in=TERMINAL_JOB_PHASES),
+                             status=TaskStatus.PENDING, node=None, started=None, updated=now)
+    # Jobs whose tasks have all finished. Another writer's job is skipped, never waited for (we
+    # hold task locks now): it completes at the next step.
     unfinished = Task.objects.exclude(status__in=TERMINAL_TASK_STATUSES).values("job_id")
-    step.completed_jobs = Job.objects.exclude(phase__in=TERMINAL_JOB_PHASES).filter(
-        tasks__isnull=False).exclude(id__in=unfinished).distinct().update(
-        phase=JobPhase.COMPLETED, finished=now, updated=now)
+    complete = list(Job.objects.exclude(phase__in=TERMINAL_JOB_PHASES).filter(
+        Exists(Task.objects.filter(job_id=OuterRef("pk")))).exclude(id__in=unfinished).select_for_update(
+        skip_locked=True, no_key=True).values_list("id", flat=True))
+    step.completed_jobs = _update_jobs(complete, phase=JobPhase.COMPLETED, finished=now, updated=now)
     return step
+
+
+def _update(ids: list[int], condition: Q, **fields: object) -> int:
+    """UPDATE the tasks `ids` that still match `condition`, in chunks; returns rows changed."""
+    return sum(Task.objects.filter(condition, id__in=ids[i:i + writes.IN_CHUNK]).update(**fields)
+               for i in range(0, len(ids), writes.IN_CHUNK))
+
+
+def _update_jobs(ids: list[int], **fields: object) -> int:
+    return sum(Job.objects.filter(id__in=ids[i:i + writes.IN_CHUNK]).update(**fields)
+               for i in range(0, len(ids), writes.IN_CHUNK))

@@ -1,0 +1,64 @@
+"""The default cache in deployments: Redis, falling back to this process's memory while Redis is down.
+
+Everything the web tier keeps in the cache is soft state: DRF's request throttles, the login
+throttle's failure counts, the API's rendered bodies (schedweb.api.cache). Losing Redis must not
+turn requests into 500s, nor make each one wait through redis-py's reconnect retries. So a Redis
+error switches this process to a local LocMemCache for RETRY_SECONDS (throttles keep counting,
+per process), then Redis is tried again. Short socket timeouts bound the first failing call.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from django.core.cache.backends.locmem import LocMemCache
+from django.core.cache.backends.redis import RedisCache
+from redis.exceptions import RedisError
+
+logger = logging.getLogger(__name__)
+
+RETRY_SECONDS = 10.0
+SOCKET_TIMEOUT = 0.5  # seconds; Redis answers in well under a millisecond when it is up
+
+# The BaseCache API the project (and DRF, Django's auth) reach; each falls back on a Redis error.
+_METHODS = ("add", "get", "set", "touch", "delete", "get_many", "has_key", "incr", "set_many",
+            "delete_many", "clear", "get_or_set", "decr")
+
+
+def _fallback_on_redis_error(name: str) -> Callable[..., Any]:
+    redis_method = getattr(RedisCache, name)
+
+    @functools.wraps(redis_method)
+    def method(self: ResilientRedisCache, *args: Any, **kwargs: Any) -> Any:
+        if time.monotonic() < self.down_until:
+            return getattr(self.fallback, name)(*args, **kwargs)
+        try:
+            return redis_method(self, *args, **kwargs)
+        except RedisError as exc:
+            self.down_until = time.monotonic() + RETRY_SECONDS
+            logger.warning("cache: Redis unavailable (%s); this process uses its memory for %ss",
+                           exc, RETRY_SECONDS)
+            return getattr(self.fallback, name)(*args, **kwargs)
+
+    return method
+
+
+class ResilientRedisCache(RedisCache):
+    """django.core.cache.backends.redis.RedisCache that degrades to a per-process memory cache."""
+
+    def __init__(self, server: str, params: dict[str, Any]) -> None:
+        params = {**params, "OPTIONS": {"socket_connect_timeout": SOCKET_TIMEOUT,
+                                        "socket_timeout": SOCKET_TIMEOUT, **params.get("OPTIONS", {})}}
+        super().__init__(server, params)
+        self.fallback = LocMemCache("schedweb-redis-fallback", {
+            "TIMEOUT": params.get("TIMEOUT", 300), "KEY_PREFIX": params.get("KEY_PREFIX", ""),
+            "VERSION": params.get("VERSION", 1)})
+        self.down_until = 0.0
+
+
+for _name in _METHODS:
+    setattr(ResilientRedisCache, _name, _fallback_on_redis_error(_name))

@@ -1,0 +1,58 @@
+"""ResilientRedisCache: Redis when it answers, this process's memory (and no waiting) when it does not."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+import redis
+from django.conf import settings
+
+from schedweb.core.cache_backend import ResilientRedisCache
+
+
+def _unreachable() -> ResilientRedisCache:
+    # Port 9 (discard) is closed on these machines: connections are refused at once.
+    return ResilientRedisCache("redis://127.0.0.1:9/0", {"KEY_PREFIX": f"t{uuid.uuid4().hex}"})
+
+
+def test_redis_down_falls_back_to_memory_and_keeps_counting():
+    cache = _unreachable()
+    assert cache.get("k", "default") == "default"
+    assert cache.down_until > time.monotonic()
+    cache.set("k", 1)
+    assert cache.get("k") == 1
+    assert cache.add("n", 0) is True and cache.add("n", 5) is False
+    assert cache.incr("n") == 1 and cache.incr("n", 2) == 3
+    assert cache.get_many(["k", "n", "missing"]) == {"k": 1, "n": 3}
+    cache.delete("k")
+    assert cache.has_key("k") is False
+
+
+def test_while_down_redis_is_not_asked_again_until_the_retry_time(monkeypatch):
+    cache = _unreachable()
+    cache.get("k")
+    calls = []
+
+    class Client:  # stands in for the Redis client once Redis is back
+        def get(self, key: str, default: object = None) -> object:
+            calls.append(key)
+            return "from-redis"
+
+    monkeypatch.setattr(cache, "_cache", Client())
+    assert cache.get("k", "local") == "local" and calls == []
+    cache.down_until = time.monotonic() - 1  # retry time reached
+    assert cache.get("k") == "from-redis" and len(calls) == 1
+
+
+@pytest.mark.skipif(not settings.REDIS_URL, reason="needs REDIS_URL")
+def test_redis_up_values_live_in_redis():
+    prefix = f"t{uuid.uuid4().hex}"
+    cache = ResilientRedisCache(settings.REDIS_URL, {"KEY_PREFIX": prefix})
+    cache.set("shared", "v", timeout=30)
+    assert cache.down_until == 0.0
+    keys = redis.Redis.from_url(settings.REDIS_URL).keys(f"{prefix}:*")
+    assert len(keys) == 1 and b"shared" in keys[0]
+    assert cache.fallback.get("shared") is None
+    cache.delete("shared")
