@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from schedweb.dashboard.views import jobs, mine, nodes, overview, queues
+from schedweb.dashboard.views import audit, jobs, mine, nodes, overview, queues
 
 app_name = "dashboard"
 
@@ -20,6 +20,7 @@ urlpatterns = [
     path("jobs/<str:namespace>/<str:name>/", jobs.job_detail, name="job"),
     path("nodes/", nodes.nodes, name="nodes"),
     path("mine/", mine.my_queues, name="mine"),
+    path("audit/", audit.audit_log, name="audit"),
     path("accounts/login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(next_page="dashboard:login"), name="logout"),
 ]

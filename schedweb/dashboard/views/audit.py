@@ -1,0 +1,56 @@
+"""Audit log page: who changed which queue, node, quota or config, when, with the field diff."""
+
+from __future__ import annotations
+
+import json
+from urllib.parse import urlencode
+
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from schedweb.audit.models import AuditAction, AuditObjectType
+from schedweb.audit.selectors import entries_for
+
+PAGE_SIZE = 50
+FILTERS = ("object_type", "action", "queue", "actor", "object_key")
+
+
+@login_required
+@require_GET
+def audit_log(request: HttpRequest) -> HttpResponse:
+    """Entries the user may read (staff: all; queue admins: their queues and jobs), newest first.
+
+    Same scope and filters as GET /api/v1/audit/ (schedweb.audit.selectors.entries_for).
+    """
+    filters = {name: (request.GET.get(name) or "").strip() for name in FILTERS}
+    if filters["object_type"] not in AuditObjectType.values:
+        filters["object_type"] = ""
+    if filters["action"] not in AuditAction.values:
+        filters["action"] = ""
+    entries = entries_for(request.user, **{k: v or None for k, v in filters.items()})
+    page = Paginator(entries, PAGE_SIZE).get_page(request.GET.get("page"))
+    rows = [{"entry": e, "diff": _diff_rows(e.diff)} for e in page.object_list]
+    query = urlencode({k: v for k, v in filters.items() if v})  # kept by the pager links
+    return render(request, "dashboard/audit.html", {
+        "page": "audit", "rows": rows, "page_obj": page, "filters": filters, "query": query,
+        "object_types": AuditObjectType.choices, "actions": AuditAction.choices,
+        "may_see_all": request.user.is_staff or request.user.is_superuser,
+    })
+
+
+def _shown(value: object) -> str:
+    # Strings as they are; numbers, maps and lists as JSON (what the API shows); absent as a dash.
+    if value is None:
+        return "—"
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+
+
+def _diff_rows(diff: object) -> list[tuple[str, str, str]]:
+    """(field, before, after) per changed field, by field name."""
+    if not isinstance(diff, dict):
+        return []
+    return [(field, _shown((change or {}).get("before")), _shown((change or {}).get("after")))
+            for field, change in sorted(diff.items())]

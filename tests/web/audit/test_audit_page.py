@@ -1,0 +1,75 @@
+"""/audit/ in the dashboard: the API's scope (staff all, queue admins their subtree, others none),
+filters, the field diff, and sign-in."""
+
+from __future__ import annotations
+
+import re
+
+from django.test import Client
+
+from schedweb.core import services
+from schedweb.core.models import Queue
+
+
+def _page(user, query: str = "") -> str:
+    client = Client()
+    client.force_login(user)
+    response = client.get(f"/audit/{query}")
+    assert response.status_code == 200
+    return response.content.decode()
+
+
+def _rows(html: str) -> list[tuple[str, str]]:
+    """(action, object) per entry row, newest first."""
+    return re.findall(r'<td><span class="tag">([^<]+)</span></td>\s*<td>[^<]*<strong>([^<]+)</strong>', html)
+
+
+def test_staff_see_every_change_with_its_diff(teams):
+    users, queues = teams
+    services.queue_update(queue=queues["b1"], weight=5, actor=users["staff"])
+    services.node_create(name="n1", allocatable={"cpu": "4"}, actor=users["staff"])
+    html = _page(users["staff"])
+    assert _rows(html)[:2] == [("Create", "n1"), ("Update", "b1")]
+    assert ("Create", "team-a") in _rows(html)
+    # The weight change as a before -> after row, and who made it.
+    assert re.search(r"<th>weight</th><td class=\"before\"><code>1</code></td><td>&rarr;</td>"
+                     r"<td class=\"after\"><code>5</code></td>", html)
+    assert "<td>staff" in html
+    # Resource maps show as JSON in stored units.
+    node_html = _page(users["staff"], "?object_type=node")
+    assert _rows(node_html) == [("Create", "n1")]
+    assert "<code>{&quot;cpu&quot;: 4000.0, &quot;pods&quot;: 110}</code>" in node_html
+
+
+def test_queue_admin_sees_only_their_subtree(teams):
+    users, queues = teams
+    services.queue_update(queue=queues["a1"], priority=3, actor=users["admin_a"])
+    services.queue_update(queue=queues["b1"], priority=3, actor=users["staff"])
+    services.node_create(name="n1", allocatable={"cpu": "4"}, actor=users["staff"])
+    seen = _rows(_page(users["admin_a"]))
+    assert ("Update", "a1") in seen and ("Create", "team-a") in seen
+    assert not any(obj in ("b1", "team-b", "n1") for _, obj in seen)
+    assert "Changes to the queues you administer" in _page(users["admin_a"])
+
+
+def test_others_see_nothing_and_anonymous_must_sign_in(teams):
+    users, _ = teams
+    for name in ("other", "submitter_a"):
+        html = _page(users[name])
+        assert _rows(html) == []
+        assert "you administer no queue with recorded changes" in html
+    response = Client().get("/audit/")
+    assert response.status_code == 302 and response["Location"].startswith("/accounts/login/")
+
+
+def test_filters_and_bad_filter_values(teams):
+    users, queues = teams
+    services.queue_update(queue=queues["a1"], weight=2, actor=users["admin_a"])
+    services.queue_set_state(queue=Queue.objects.get(name="b1"), state="Closed", actor=users["staff"])
+    staff = users["staff"]
+    assert _rows(_page(staff, "?actor=admin_a")) == [("Update", "a1")]
+    assert _rows(_page(staff, "?action=set_state")) == [("Set State", "b1")]
+    assert [o for _, o in _rows(_page(staff, "?queue=team-b"))] == ["b1", "b1", "team-b"]
+    # Unknown kinds and actions are ignored (the whole log), never an error.
+    assert len(_rows(_page(staff, "?object_type=nope&action=%00"))) == len(_rows(_page(staff)))
+    assert "match these filters" in _page(staff, "?actor=nobody")
