@@ -26,3 +26,22 @@ def test_docs_page_serves_swagger_ui_locally(make_user, client):
     assert "swagger-ui" in html
     assert "cdn.jsdelivr" not in html and "unpkg.com" not in html
     assert "/static/drf_spectacular_sidecar/swagger-ui-dist/swagger-ui-bundle.js" in html
+
+
+def test_created_objects_link_to_their_own_operations(make_user, client_for):
+    schema = yaml.safe_load(client_for(make_user("u")).get("/api/schema/").content)
+    queue_links = schema["paths"]["/api/v1/queues/"]["post"]["responses"]["201"]["links"]
+    assert set(queue_links) == {"QueuesRetrieve", "QueuesUpdate", "QueuesPartialUpdate", "QueuesDestroy",
+                                "QueuesCloseCreate", "QueuesOpenCreate"}
+    assert queue_links["QueuesCloseCreate"] == {"operationId": "v1_queues_close_create",
+                                                "parameters": {"name": "$response.body#/name"}}
+    job_links = schema["paths"]["/api/v1/jobs/"]["post"]["responses"]["201"]["links"]
+    assert job_links["JobsCancelCreate"]["parameters"] == {"id": "$response.body#/id"}
+    quota = schema["paths"]["/api/v1/namespace-quotas/"]["post"]["responses"]["201"]["links"]
+    assert quota["NamespaceQuotasDestroy"]["parameters"] == {"namespace": "$response.body#/namespace"}
+    # Every link names an operation that exists.
+    operation_ids = {op["operationId"] for ops in schema["paths"].values() for op in ops.values()}
+    for ops in schema["paths"].values():
+        for op in ops.values():
+            for link in op.get("responses", {}).get("201", {}).get("links", {}).values():
+                assert link["operationId"] in operation_ids

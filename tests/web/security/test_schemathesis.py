@@ -64,3 +64,37 @@ def staff_token(db, django_user_model):
 @settings(max_examples=MAX_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
 def test_no_operation_answers_5xx(case, staff_token):
     case.call_and_validate(headers={"Authorization": f"Token {staff_token}"}, checks=[not_a_server_error])
+
+
+# Stateful: schemathesis follows the schema's OpenAPI links (schedweb.api.schema_links: a 201's
+# name / id leads to the created object's own operations), so generated workflows create a queue,
+# node, job or token and then read, change, cancel or delete that very object.
+Workflow = schema.as_state_machine()
+
+
+@pytest.mark.slow
+def test_stateful_workflows_never_answer_5xx(staff_token):
+    calls: list[tuple[str, str, int]] = []
+    created: set[str] = set()  # keys (name / id / namespace) of objects a step created
+    followed: list[tuple[str, str, int]] = []  # later calls on one of those very objects
+
+    class StaffWorkflow(Workflow):
+        def get_call_kwargs(self, case):
+            return {"headers": {"Authorization": f"Token {staff_token}"}}
+
+        def after_call(self, response, case):
+            call = (case.method.upper(), case.operation.path, response.status_code)
+            calls.append(call)
+            if any(str(v) in created for v in (case.path_parameters or {}).values()):
+                followed.append(call)
+            if response.status_code == 201:
+                body = response.json()
+                created.update(str(body[k]) for k in ("name", "id", "namespace") if k in body)
+
+        def validate_response(self, response, case, additional_checks=None, **kwargs):
+            case.validate_response(response, checks=[not_a_server_error])
+
+    StaffWorkflow.run(settings=settings(max_examples=MAX_EXAMPLES, stateful_step_count=6, deadline=None,
+                                        derandomize=True, suppress_health_check=list(HealthCheck)))
+    assert calls and all(status < 500 for _, _, status in calls)
+    assert created and followed, sorted({(m, p) for m, p, _ in calls})
