@@ -105,3 +105,10 @@ def test_weight_edit_changes_next_cycle_deserved(signed_in, live_server):
     gpu = _chart(page, "chart-nvidia-com-gpu-current")
     assert gpu["y"][2] == 16
     screenshot(page, "queue-vision-admin")
+    # The edit is in the audit log the lead can read: who, what, before -> after.
+    page.click("nav a:has-text('Audit log')")
+    page.wait_for_url(f"{live_server.url}/audit/")
+    first = page.locator("#audit tr").nth(1)
+    assert "lead" in first.inner_text() and "Queue vision" in first.inner_text()
+    assert first.locator("table.diff tr").inner_text().split() == ["weight", "1", "→", "3"]
+    screenshot(page, "audit-log-lead")

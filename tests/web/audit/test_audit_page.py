@@ -32,7 +32,7 @@ def test_staff_see_every_change_with_its_diff(teams):
     assert _rows(html)[:2] == [("Create", "n1"), ("Update", "b1")]
     assert ("Create", "team-a") in _rows(html)
     # The weight change as a before -> after row, and who made it.
-    assert re.search(r"<th>weight</th><td class=\"before\"><code>1</code></td><td>&rarr;</td>"
+    assert re.search(r"<th>weight</th><td class=\"before\"><code>1</code></td><td class=\"arrow\">&rarr;</td>"
                      r"<td class=\"after\"><code>5</code></td>", html)
     assert "<td>staff" in html
     # Resource maps show as JSON in stored units.
