@@ -9,13 +9,10 @@ error in a CycleRun of its own.
 from __future__ import annotations
 
 import copy
-import gc
 import json
 import logging
 import os
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -24,7 +21,7 @@ from django.utils import timezone
 
 from scheduler_core.framework.conf import DEFAULT_CONF, SchedulerConf, parse_conf
 from scheduler_core.result import FIGURE_NAMES, SessionResult
-from scheduler_core.scheduler import run_session
+from scheduler_core.scheduler import gc_paused, run_session
 from schedweb.core.models import TERMINAL_JOB_PHASES, SchedulerConfig, TaskStatus
 from schedweb.scheduling import writes
 from schedweb.scheduling.adapter import LoadedState, figures_json, load_state
@@ -76,27 +73,12 @@ def with_rescheduling_last_run(conf: SchedulerConf, now: float) -> tuple[Schedul
     return conf, bool(plugin.strategies) and plugin.time_to_run(now)
 
 
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector for the cycle (restored after, even on error).
-
-    The load allocates tens of thousands of long-lived objects: generation scans would walk
-    them again and again for nothing (no cycles are made). Reference counting still frees.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
 def cycle_run(*, now: datetime | None = None) -> CycleRun:
     """Run one cycle (or record a skip when another cycle holds the leader lock)."""
     started = now or timezone.now()
     t0 = time.perf_counter()
     try:
+        # The whole cycle, load included: it builds the snapshot's tens of thousands of objects.
         with gc_paused(), transaction.atomic():
             if not writes.try_leader_lock():
                 return CycleRun.objects.create(started=started, skipped=True)

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import gc
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from schedweb.core.models import Job, Node, Queue, Task
 from schedweb.scheduling import writes
-from schedweb.scheduling.cycle import gc_paused
 from schedweb.scheduling.models import CycleRun, JobReasonHistory, QueueSample
 
 from .conftest import requires_postgres
@@ -102,19 +100,6 @@ def test_samples_are_written_field_for_field_and_only_the_latest_keep_explanatio
         "real_capability": {"cpu": 4000.0, "memory": 2.0**32}, "guarantee": {"cpu": 100.0, "memory": 0.0},
         "share": 0.75, "weight": 2, "overused": True, "explanation": explanation}
     assert len(rows) == QueueSample.objects.count() == 3
-
-
-@pytest.mark.parametrize("enabled", [True, False])
-def test_gc_paused_restores_the_collector_state_even_on_error(enabled: bool):
-    was = gc.isenabled()
-    try:
-        (gc.enable if enabled else gc.disable)()
-        with pytest.raises(RuntimeError), gc_paused():
-            assert not gc.isenabled()
-            raise RuntimeError("boom")
-        assert gc.isenabled() is enabled
-    finally:
-        (gc.enable if was else gc.disable)()
 
 
 def _task_rows() -> dict[str, tuple[int, str, str]]:
