@@ -92,6 +92,9 @@ MIDDLEWARE = [
     "django_htmx.middleware.HtmxMiddleware",
     # After the session/auth middleware; answers 429 before a login view checks a password.
     "schedweb.core.login_throttle.LoginThrottleMiddleware",
+    # Last, so every middleware above applies to its answers: cached token-authenticated GETs of
+    # the queue tree and job list without DRF's view machinery (misses go on to the view).
+    *(["schedweb.api.fastpath.FastPathMiddleware"] if "schedweb.api" in PROJECT_APPS else []),
 ]
 
 # Request bodies (JSON jobs with 10,000 tasks are ~1 MiB; manifests are YAML text) above this
