@@ -211,7 +211,8 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums",
-                             "schedweb.api.schema_links.add_links"],
+                             "schedweb.api.schema_links.add_links",
+                             "schedweb.api.schema_strict.strict_bodies"],
 }
 
 LOGGING = {

@@ -45,3 +45,17 @@ def test_created_objects_link_to_their_own_operations(make_user, client_for):
         for op in ops.values():
             for link in op.get("responses", {}).get("201", {}).get("links", {}).values():
                 assert link["operationId"] in operation_ids
+
+
+def test_schema_states_what_input_checks_enforce(make_user, client_for):
+    schema = yaml.safe_load(client_for(make_user("u")).get("/api/schema/").content)
+    components = schema["components"]["schemas"]
+    # Strict bodies refuse unknown keys, and say so.
+    closed = ("QueueWrite", "PatchedQueueWrite", "NodeWrite", "JobSubmit", "TaskInput", "PriorityClass")
+    for name in closed:
+        assert components[name]["additionalProperties"] is False, name
+    name_pattern = components["QueueWrite"]["properties"]["name"]["pattern"]
+    assert name_pattern == "^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
+    assert components["JobSubmit"]["properties"]["namespace"]["pattern"] == "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+    # Response-only components are left open (clients must tolerate new fields).
+    assert "additionalProperties" not in components["Job"]
