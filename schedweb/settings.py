@@ -190,8 +190,8 @@ REST_FRAMEWORK: dict = {
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     # Per-client request rates (default cache: shared through Redis when REDIS_URL is set).
     # The user rate is high because node agents report through few tokens.
-    "DEFAULT_THROTTLE_CLASSES": ["rest_framework.throttling.AnonRateThrottle",
-                                 "rest_framework.throttling.UserRateThrottle"],
+    "DEFAULT_THROTTLE_CLASSES": ["schedweb.api.throttling.AnonRateThrottle",
+                                 "schedweb.api.throttling.UserRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {"anon": os.environ.get("API_THROTTLE_ANON", "120/minute"),
                                "user": os.environ.get("API_THROTTLE_USER", "20000/minute")},
 }

@@ -23,14 +23,15 @@ What a fast answer keeps (anything it cannot keep exactly falls through to the v
   the data version in the same round trip on PostgreSQL. A bad token falls through (DRF: 401);
 - the view's policies are read from the view class at first use, and the fast path switches
   itself off for an endpoint whose view no longer matches what it reproduces: ApiToken
-  authentication first, only IsAuthenticated, only DRF's Anon/UserRateThrottle, JSON as first
+  authentication first, only IsAuthenticated, only schedweb.api.throttling's, JSON as first
   renderer, DRF's default negotiation, no versioning, none of the hooks overridden;
 - the body comes from schedweb.api.cache.cached_body under the key cached_json uses
   (body_key: endpoint, read_scope, media type, absolute URL), so no body crosses a permission
   line; when cached_json would have to compute, the view does it (nothing is computed here);
-- throttles run after the body is found, as DRF's check_throttles would (UserRateThrottle counts
-  the request in the same cache entry); a refusal is not recorded by DRF's throttles, so the
-  request then falls through and DRF answers its usual 429 (and counts each request once);
+- throttles run after the body is found, as DRF's check_throttles would (the view's throttle
+  classes, schedweb.api.throttling, count the request in the same cache entry); a refused
+  request falls through and DRF answers its usual 429 (counting it once more, which changes
+  nothing: the window is already over its rate);
 - the response is cached_json's (200 or 304 on If-None-Match, ETag) plus the headers DRF's
   finalize_response adds for that view (Allow, Vary: Accept); request.user/auth are set as DRF
   sets them. A database error falls through, so the view's path gives its 503.
@@ -51,11 +52,11 @@ from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.renderers import JSONRenderer
 from rest_framework.settings import api_settings
-from rest_framework.throttling import AnonRateThrottle, UserRateThrottle
 from rest_framework.views import APIView
 from rest_framework.viewsets import ViewSetMixin
 
 from schedweb.api import cache as api_cache
+from schedweb.api import throttling
 from schedweb.api.authentication import ApiTokenAuthentication, active_token
 
 logger = logging.getLogger(__name__)
@@ -64,7 +65,7 @@ logger = logging.getLogger(__name__)
 ENDPOINTS = (("api:queue-tree", "queue-tree"), ("api:job-list", "job-list"))
 JSON_ACCEPTS = (None, "*/*", "application/json")
 MEDIA_TYPE = "application/json"  # what DRF negotiates for those Accept values
-_KNOWN_THROTTLES = (AnonRateThrottle, UserRateThrottle)
+_KNOWN_THROTTLES = (throttling.AnonRateThrottle, throttling.UserRateThrottle)
 # Hooks of APIView whose default behaviour (or ViewSetMixin's) the fast path reproduces.
 _HOOKS = ("dispatch", "initial", "initialize_request", "finalize_response", "get_authenticators",
           "get_permissions", "get_throttles", "check_permissions", "check_throttles",

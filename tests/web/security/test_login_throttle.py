@@ -93,6 +93,6 @@ def test_drf_user_rate_gives_429_envelope(alice, monkeypatch):
 
 def test_rest_framework_rates_are_configured(settings):
     conf = settings.REST_FRAMEWORK
-    assert conf["DEFAULT_THROTTLE_CLASSES"] == ["rest_framework.throttling.AnonRateThrottle",
-                                                "rest_framework.throttling.UserRateThrottle"]
+    assert conf["DEFAULT_THROTTLE_CLASSES"] == ["schedweb.api.throttling.AnonRateThrottle",
+                                                "schedweb.api.throttling.UserRateThrottle"]
     assert conf["DEFAULT_THROTTLE_RATES"] == {"anon": "120/minute", "user": "20000/minute"}
