@@ -40,11 +40,17 @@ def free_port() -> int:
 
 
 def server_env() -> dict[str, str]:
-    """Environment of the bench's gunicorn and cycle loop: bench database, no throttling, no DEBUG."""
+    """Environment of the bench's gunicorn and cycle loop: bench database, no throttling, no DEBUG.
+
+    Redis (the shared cache of production: API bodies computed once for all workers, throttle
+    counts) when BENCH_REDIS_URL is set, else none (each worker caches for itself).
+    """
     env = dict(os.environ, DATABASE_URL=bench_url(), DEBUG="0", ALLOWED_HOSTS="127.0.0.1",
                SECRET_KEY=os.environ.get("SECRET_KEY") or "bench-only-not-a-secret",
                API_THROTTLE_USER="100000000/minute", DJANGO_SETTINGS_MODULE="schedweb.settings")
     env.pop("REDIS_URL", None)
+    if os.environ.get("BENCH_REDIS_URL"):
+        env["REDIS_URL"] = os.environ["BENCH_REDIS_URL"]
     return env
 
 
@@ -194,7 +200,8 @@ def main(argv: list[str] | None = None) -> int:
     cycles_on = not args.no_cycles
     for r in rows:
         r["cycles_running"] = cycles_on
-    server_desc = f"gunicorn {args.workers}x{args.threads} {args.worker_class}"
+    server_desc = (f"gunicorn {args.workers}x{args.threads} {args.worker_class}, "
+                   f"{'Redis cache' if os.environ.get('BENCH_REDIS_URL') else 'no Redis'}")
     table = print_table(f"API latency (size {args.size}, {server_desc}, cycles running: {cycles_on})",
                 [("endpoint", "endpoint"), ("clients", "clients"), ("requests", "requests"),
                  ("errors", "errors"), ("p50 ms", "p50_ms"), ("p99 ms", "p99_ms"), ("max ms", "max_ms"),
