@@ -170,7 +170,9 @@ class Job(models.Model):
 class Task(models.Model):
     """A pod of a job. Its name is unique within the job's namespace (key "namespace/name")."""
 
-    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="tasks")
+    # No index of its own: the unique (job, name) index below serves every lookup by job, and each
+    # index is one more entry to write for every task the cycle changes.
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="tasks", db_index=False)
     name = models.CharField(max_length=253)
     role = models.CharField(max_length=63, blank=True, default="")
     request = models.JSONField(default=dict, blank=True)
