@@ -21,7 +21,6 @@ cached_json without the computation), and leaves every miss to the view and cach
 from __future__ import annotations
 
 import hashlib
-import logging
 import threading
 import time
 from collections import OrderedDict
@@ -44,9 +43,6 @@ KEY_PREFIX = "api-body:2"
 LOCAL_ENTRIES = 256
 LOCAL_BYTES = 32 * 1024 * 1024
 _STRIPES = 64
-SHARED_RETRY_SECONDS = 10.0
-logger = logging.getLogger(__name__)
-_shared_down_until = [0.0]  # monotonic time before which the shared cache is not tried
 
 
 def ttl_seconds() -> float:
@@ -241,25 +237,10 @@ def _shared_key(base: str, version: str) -> str:
     return f"{KEY_PREFIX}:{base}:{version}"
 
 
-def _shared_usable() -> bool:
-    return time.monotonic() >= _shared_down_until[0]
-
-
-def _shared_failed(exc: Exception) -> None:
-    # Redis down must not turn reads into 500s nor make each one wait for the client's retries:
-    # skip the shared level for a while and work from this process's bodies.
-    _shared_down_until[0] = time.monotonic() + SHARED_RETRY_SECONDS
-    logger.warning("API body cache: shared cache unavailable for %ss (%s)", SHARED_RETRY_SECONDS, exc)
-
-
 def _shared_get(base: str, version: str) -> Body | None:
-    if not _shared_usable():
-        return None
-    try:
-        hit = cache.get(_shared_key(base, version))
-    except Exception as exc:  # any backend error (redis.ConnectionError, timeouts)
-        _shared_failed(exc)
-        return None
+    # Redis down needs no care here: the default cache falls back to process memory by itself
+    # (schedweb.core.cache_backend.ResilientRedisCache).
+    hit = cache.get(_shared_key(base, version))
     if hit is None:
         return None
     etag, content, content_type, computed_at = hit
@@ -274,10 +255,6 @@ def _compute(view, request, base: str, version: str, build: Callable[[], Any]) -
     content_type = renderer.media_type if not renderer.charset else (
         f"{renderer.media_type}; charset={renderer.charset}")
     etag = '"' + hashlib.sha1(content).hexdigest() + '"'
-    if _shared_usable():
-        try:
-            cache.set(_shared_key(base, version), (etag, content, content_type, time.time()),
-                      timeout=max(1, int(ttl_seconds())))
-        except Exception as exc:  # as in _shared_get
-            _shared_failed(exc)
+    cache.set(_shared_key(base, version), (etag, content, content_type, time.time()),
+              timeout=max(1, int(ttl_seconds())))
     return Body(version, etag, content, content_type, time.monotonic())
