@@ -65,14 +65,14 @@ def agent_step(*, now: datetime | None = None, period: float | None = None) -> A
         jobs.add(job_id)
     writes.lock_jobs(jobs)
     # Each UPDATE re-checks the status it decided from: a task changed meanwhile is left alone.
-    step.started = _update(starting, Q(status__in=(TaskStatus.BINDING, TaskStatus.BOUND)),
+    step.started = _update(Task, starting, Q(status__in=(TaskStatus.BINDING, TaskStatus.BOUND)),
                            status=TaskStatus.RUNNING, started=now, updated=now)
-    step.succeeded = _update(done, Q(status=TaskStatus.RUNNING),
+    step.succeeded = _update(Task, done, Q(status=TaskStatus.RUNNING),
                              status=TaskStatus.SUCCEEDED, finished=now, updated=now)
     expired = Q(status=TaskStatus.RELEASING, updated__lte=expired_before)
-    step.released = _update(released, expired & Q(job__phase__in=TERMINAL_JOB_PHASES),
+    step.released = _update(Task, released, expired & Q(job__phase__in=TERMINAL_JOB_PHASES),
                             status=TaskStatus.FAILED, node=None, finished=now, updated=now)
-    step.released += _update(released, expired & ~Q(job__phase__in=TERMINAL_JOB_PHASES),
+    step.released += _update(Task, released, expired & ~Q(job__phase__in=TERMINAL_JOB_PHASES),
                              status=TaskStatus.PENDING, node=None, started=None, updated=now)
     # Jobs whose tasks have all finished. Another writer's job is skipped, never waited for (we
     # hold task locks now): it completes at the next step.
@@ -80,16 +80,11 @@ def agent_step(*, now: datetime | None = None, period: float | None = None) -> A
     complete = list(Job.objects.exclude(phase__in=TERMINAL_JOB_PHASES).filter(
         Exists(Task.objects.filter(job_id=OuterRef("pk")))).exclude(id__in=unfinished).select_for_update(
         skip_locked=True, no_key=True).values_list("id", flat=True))
-    step.completed_jobs = _update_jobs(complete, phase=JobPhase.COMPLETED, finished=now, updated=now)
+    step.completed_jobs = _update(Job, complete, Q(), phase=JobPhase.COMPLETED, finished=now, updated=now)
     return step
 
 
-def _update(ids: list[int], condition: Q, **fields: object) -> int:
-    """UPDATE the tasks `ids` that still match `condition`, in chunks; returns rows changed."""
-    return sum(Task.objects.filter(condition, id__in=ids[i:i + writes.IN_CHUNK]).update(**fields)
-               for i in range(0, len(ids), writes.IN_CHUNK))
-
-
-def _update_jobs(ids: list[int], **fields: object) -> int:
-    return sum(Job.objects.filter(id__in=ids[i:i + writes.IN_CHUNK]).update(**fields)
+def _update(model: type[Task] | type[Job], ids: list[int], condition: Q, **fields: object) -> int:
+    """UPDATE the rows `ids` that still match `condition`, in chunks; returns rows changed."""
+    return sum(model.objects.filter(condition, id__in=ids[i:i + writes.IN_CHUNK]).update(**fields)
                for i in range(0, len(ids), writes.IN_CHUNK))

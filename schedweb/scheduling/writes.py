@@ -53,7 +53,7 @@ class TaskChange:
 
     id: int
     old_status: str
-    old_updated: str  # the database's text of the row's `updated` (see adapter.AsText)
+    old_updated: str  # the database's text of the row's `updated` (see snapshot_sql)
     new_status: str
     node_id: int | None = None
     set_node: bool = False
