@@ -8,6 +8,7 @@ import os
 import re
 from datetime import datetime
 from pathlib import Path
+from typing import Any, NamedTuple
 
 import pytest
 from django.conf import settings
@@ -22,7 +23,7 @@ from schedweb.scheduling.invariants import count_submissions
 from schedweb.scheduling.models import CycleRun
 from tests.web.scheduling.conftest import SIMPLE_CONF
 
-from .harness import Processes, clear_celery_queue, pg_start, redis_start, wait_for
+from .harness import Proc, Processes, clear_celery_queue, pg_start, redis_start, wait_for
 from .load import LoadStats
 
 # A deadlock shows as a 503 "database unavailable" with the database up (the soak load test found
@@ -83,6 +84,24 @@ def make_cluster(*, nodes: int = 4, cpu: str = "8", queue: str = "q") -> str:
     services.scheduler_config_activate(yaml=SIMPLE_CONF)
     user = get_user_model().objects.create_user("reliability", password="pw", is_staff=True)
     return token_create(user=user, name="reliability")[1]
+
+
+class Stack(NamedTuple):
+    """A cluster served by real processes: a Celery worker with its beat, gunicorn at `url`."""
+
+    token: str
+    worker: Proc
+    server: Proc
+    url: str
+
+
+def start_stack(procs: Processes, *, threads: int = 8, **cluster: Any) -> Stack:
+    """make_cluster(**cluster), then a worker and a server; returns once cycles run."""
+    token = make_cluster(**cluster)
+    worker = procs.worker()  # boots while the server does
+    server, url = procs.server(threads=threads)
+    assert wait_cycles_resume(timeout=60), worker.tail()
+    return Stack(token, worker, server, url)
 
 
 def submit_jobs(prefix: str, count: int, *, namespace: str = "rel", tasks: int = 2,

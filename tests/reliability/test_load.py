@@ -11,10 +11,9 @@ from schedweb.scheduling.invariants import check_invariants
 from .conftest import (
     assert_load_outcome,
     good_cycles_after,
-    make_cluster,
     needs_services,
+    start_stack,
     variants,
-    wait_cycles_resume,
 )
 from .load import run_load
 
@@ -24,10 +23,7 @@ pytestmark = needs_services
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize(("clients", "seconds"), variants((8, 5), (64, 60)))
 def test_concurrent_clients_lose_nothing(clients, seconds, procs, soak_report):
-    token = make_cluster(nodes=4, cpu="8")
-    worker = procs.worker()  # boots while the server does
-    server, url = procs.server(threads=max(8, clients // 4))
-    assert wait_cycles_resume(timeout=60), worker.tail()
+    token, _, server, url = start_stack(procs, threads=max(8, clients // 4), nodes=4, cpu="8")
     start = timezone.now()
     stats = run_load(url, token, clients=clients, seconds=seconds, namespace="load", queue="q")
     soak_report["clients"] = clients

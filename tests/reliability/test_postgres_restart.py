@@ -16,8 +16,8 @@ from schedweb.scheduling.invariants import check_invariants
 
 from .conftest import (
     assert_load_outcome,
-    make_cluster,
     needs_services,
+    start_stack,
     variants,
     wait_cycles_resume,
 )
@@ -60,10 +60,7 @@ def api_answers(url: str, token: str) -> bool:
 @pytest.mark.parametrize(("restarts", "clients", "down", "seconds"),
                          variants((1, 4, 2.0, 8), (3, 16, 5.0, 45)))
 def test_postgres_restart_during_load(restarts, clients, down, seconds, procs, soak_report):
-    token = make_cluster()
-    worker = procs.worker()  # boots while the server does
-    server, url = procs.server()
-    assert wait_cycles_resume(timeout=60), worker.tail()
+    token, worker, server, url = start_stack(procs)
     stats = LoadStats()
     load = threading.Thread(target=run_load, args=(url, token), daemon=True, kwargs={
         "clients": clients, "seconds": seconds, "namespace": "pg", "queue": "q", "allow_db_down": True,

@@ -14,8 +14,8 @@ from schedweb.scheduling.invariants import check_invariants, count_submissions
 from .conftest import (
     assert_load_outcome,
     assert_nothing_lost,
-    make_cluster,
     needs_services,
+    start_stack,
     submit_jobs,
     variants,
     wait_all_completed,
@@ -30,10 +30,7 @@ pytestmark = needs_services
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize(("outage", "clients"), variants((3.0, 4), (30.0, 16)))
 def test_redis_outage_api_serves_and_cycles_resume(outage, clients, procs, soak_report):
-    token = make_cluster()
-    worker = procs.worker()  # boots while the server does
-    server, url = procs.server()
-    assert wait_cycles_resume(timeout=60), worker.tail()
+    token, worker, server, url = start_stack(procs)
     stats = LoadStats()
     load = threading.Thread(target=run_load, args=(url, token), daemon=True, kwargs={
         "clients": clients, "seconds": outage + 4, "namespace": "redis", "queue": "q", "stats": stats})
