@@ -33,6 +33,8 @@ lint: venv
 # database BENCH_DATABASE_URL), API latency with cycles running. Tables on stdout, JSON in var/bench/.
 BENCH_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/schedweb_bench
 bench: services venv
+	@command -v wrk >/dev/null || { echo "bench: wrk (the API load) missing: apt-get install -y wrk"; \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y wrk || echo "bench: no wrk: Python clients load the API"; }
 	$(PY) -m scheduler_core.bench.session_bench
 	BENCH_DATABASE_URL=$(BENCH_DATABASE_URL) $(PY) -m schedweb.bench.db_bench
 	BENCH_DATABASE_URL=$(BENCH_DATABASE_URL) $(PY) -m schedweb.bench.api_bench

@@ -128,8 +128,18 @@ TEMPLATES = [
 
 DEFAULT_DATABASE_URL = f"sqlite:///{VAR_DIR / 'schedweb.sqlite3'}"
 DATABASE_URL = os.environ.get("DATABASE_URL") or DEFAULT_DATABASE_URL
+# No per-request health check (a `SELECT 1` round trip on every reused connection, as costly
+# as a cached API read's one query): a connection the server dropped fails its first query;
+# DatabaseUnavailableMiddleware then closes it and retries a read once, answers a write 503.
 DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=0 if DEBUG else 60,
-                                              conn_health_checks=True)}
+                                              conn_health_checks=False)}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # Only server-side-binding cursors prepare (Django's bind client-side and never do): the
+    # token + data-version statement of every API read (schedweb.api.authentication), whose
+    # planning cost more than its execution. "off" behind a pooler that cannot keep them.
+    _prepare = os.environ.get("DATABASE_PREPARE_THRESHOLD", "1")
+    DATABASES["default"].setdefault("OPTIONS", {})["prepare_threshold"] = (
+        None if _prepare == "off" else int(_prepare))
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # The web server, the scheduler loop and the agent write concurrently: wait for the lock
     # (timeout) and take it at BEGIN (IMMEDIATE) so readers never deadlock on lock upgrades.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from functools import cache
 
+import psycopg
 from django.contrib.auth import get_user_model
 from django.db import connection
 from django.utils import timezone
@@ -68,7 +69,13 @@ def active_token(raw_key: str, request=None) -> ApiToken | None:
         return token_authenticate(raw_key=raw_key)
     with_version = request is not None and request.method == "GET"
     sql, token_cols, user_cols = _token_sql(with_version)
-    with connection.cursor() as cur:
+    connection.ensure_connection()
+    # A server-side-binding cursor on Django's own connection (same adapters, same transaction),
+    # so the statement is prepared (settings: prepare_threshold), which Django's cursors never
+    # are; wrapped as Django wraps its own (error mapping, execute wrappers, query log).
+    raw = psycopg.Cursor(connection.connection)
+    wrap = connection.make_debug_cursor if connection.queries_logged else connection.make_cursor
+    with wrap(raw) as cur:
         cur.execute(sql, [hash_key(raw_key)])
         row = cur.fetchone()  # key_hash is unique
     if row is None:

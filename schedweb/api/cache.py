@@ -229,8 +229,11 @@ def _compute_lock(base: str) -> threading.Lock:
 
 
 def _previous(body: Body | None, version: str) -> bool:
-    """A body of an older version still within the TTL (served while the new one is computed)."""
-    return body is not None and body.version != version and time.monotonic() - body.stored < ttl_seconds()
+    """A body another thread's computation will replace, good enough to answer meanwhile: the
+    same version past its TTL (only the safety net ran out), or an older one within the TTL."""
+    if body is None:
+        return False
+    return body.version == version or time.monotonic() - body.stored < ttl_seconds()
 
 
 def _shared_key(base: str, version: str) -> str:

@@ -1,12 +1,17 @@
-"""API latency under load while scheduling cycles run: gunicorn on 127.0.0.1, Python client threads.
+"""API latency under load while scheduling cycles run: gunicorn on 127.0.0.1, wrk as the load.
 
-    python -m schedweb.bench.api_bench [--size M] [--requests 20] [--seconds 30]
+    python -m schedweb.bench.api_bench [--size M] [--seconds 15] [--load wrk|python]
 
 Loads the size's steady cluster into the benchmark database, starts gunicorn (gthread) on a
-free loopback port and a cycle loop in a subprocess (cycle, agent step, 1% churn, repeat),
-then measures GET /api/v1/queues/tree/ at 16 concurrent clients and GET /api/v1/jobs/?phase=Pending
-at 64, each client on a keep-alive connection, bounded by a request count and a time limit.
-Loopback only; every process started here is stopped here.
+free loopback port and a cycle loop in a subprocess (cycle, agent step, 1% churn, repeat, back
+to back: one core stays busy with scheduling), then measures GET /api/v1/queues/tree/ at 16
+concurrent clients and GET /api/v1/jobs/?phase=Pending at 64, each client a keep-alive
+connection sending its next request when the last answer arrived, for `--seconds` each.
+
+The load is wrk (Debian's package; `make bench` installs it): one C thread whose own CPU and
+timing stay out of the figures. Without wrk, Python client threads do it (`--load python`, also
+bounded by `--requests` per client); their latencies include their own wait for the GIL, so
+the table says which load measured it. Loopback only; every process started here is stopped here.
 """
 
 from __future__ import annotations
@@ -15,6 +20,8 @@ import argparse
 import http.client
 import json
 import os
+import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -137,6 +144,40 @@ def measure(path: str, token: str, port: int, clients: int, count: int, seconds:
             "max_ms": round(max(lat), 1) if lat else 0.0, "req_per_s": round(len(lat) / wall, 1)}
 
 
+_WRK_UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3, "m": 60e3}
+
+
+def _wrk_ms(text: str) -> float:
+    value, unit = re.fullmatch(r"([\d.]+)(us|ms|s|m)", text).groups()
+    return float(value) * _WRK_UNITS[unit]
+
+
+def measure_wrk(path: str, token: str, port: int, clients: int, seconds: float) -> dict[str, Any]:
+    """wrk with `clients` connections for `seconds`: the same figures as measure()."""
+    out = subprocess.run(
+        ["wrk", "-t1", f"-c{clients}", f"-d{max(1, round(seconds))}s", "--latency", "--timeout", "30s",
+         "-H", f"Authorization: Token {token}", "-H", "Accept: application/json",
+         f"http://127.0.0.1:{port}{path}"], capture_output=True, text=True, check=True).stdout
+    return {"clients": clients, **parse_wrk(out)}
+
+
+def parse_wrk(out: str) -> dict[str, Any]:
+    """Requests, errors by kind, p50 / p99 / max latency (ms) and req/s from `wrk --latency` output."""
+    pcts = dict(re.findall(r"^\s+(50|99)(?:\.0+)?%\s+(\S+)$", out, re.M))
+    max_ms = re.search(r"^\s+Latency\s+\S+\s+\S+\s+(\S+)", out, re.M).group(1)
+    kinds: dict[str, int] = {}
+    if m := re.search(r"Non-2xx or 3xx responses: (\d+)", out):
+        kinds["non-2xx"] = int(m.group(1))
+    if m := re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out):
+        for name, n in zip(("connect", "read", "write", "timeout"), m.groups(), strict=True):
+            if int(n):
+                kinds[name] = int(n)
+    return {"requests": int(re.search(r"(\d+) requests in", out).group(1)), "errors": sum(kinds.values()),
+            "error_kinds": kinds, "p50_ms": round(_wrk_ms(pcts["50"]), 1),
+            "p99_ms": round(_wrk_ms(pcts["99"]), 1), "max_ms": round(_wrk_ms(max_ms), 1),
+            "req_per_s": round(float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1)), 1)}
+
+
 def make_token() -> str:
     """A fresh API token of a bench user (created once)."""
     from django.contrib.auth import get_user_model
@@ -152,10 +193,11 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--size", default="M")
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--requests", type=int, default=20, help="requests per client (bound)")
-    p.add_argument("--seconds", type=float, default=30.0, help="time bound per endpoint")
-    p.add_argument("--workers", type=int, default=3)
-    p.add_argument("--threads", type=int, default=8)
+    p.add_argument("--requests", type=int, default=20, help="requests per client (bound; python load only)")
+    p.add_argument("--seconds", type=float, default=15.0, help="per endpoint and client count")
+    p.add_argument("--load", choices=("wrk", "python"), default="wrk" if shutil.which("wrk") else "python")
+    p.add_argument("--workers", type=int, default=2, help="gunicorn workers (docker-compose's default)")
+    p.add_argument("--threads", type=int, default=4, help="threads per worker (docker-compose's default)")
     p.add_argument("--worker-class", default="gthread", help="gunicorn -k (sync = docker-compose's default)")
     p.add_argument("--no-cycles", action="store_true", help="measure without cycles running")
     p.add_argument("--json", default="var/bench")
@@ -175,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
     cycler = None
     rows: list[dict[str, Any]] = []
     try:
-        budget = args.seconds * len(ENDPOINTS) + 30
+        budget = (2 * args.seconds + 10) * len(ENDPOINTS) + 30  # warm-up, 1 client, n clients
         if not args.no_cycles:
             cycler = subprocess.Popen(
                 [sys.executable, "-m", "schedweb.bench.api_bench", "--cycler", "--size", args.size,
@@ -185,8 +227,9 @@ def main(argv: list[str] | None = None) -> int:
             measure(path, token, port, args.workers, 2, 10)  # warm the workers' connections and caches
             # One client first: the service time, without queueing behind other clients.
             for n in (1, clients):
-                rows.append({"endpoint": name, "path": path, "size": args.size,
-                             **measure(path, token, port, n, args.requests, args.seconds)})
+                got = (measure_wrk(path, token, port, n, args.seconds) if args.load == "wrk"
+                       else measure(path, token, port, n, args.requests, args.seconds))
+                rows.append({"endpoint": name, "path": path, "size": args.size, "load": args.load, **got})
                 print(f"  done {name} x{n}: p99 {rows[-1]['p99_ms']} ms, errors {rows[-1]['error_kinds']}",
                       file=sys.stderr)
     finally:
@@ -200,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
     cycles_on = not args.no_cycles
     for r in rows:
         r["cycles_running"] = cycles_on
-    server_desc = (f"gunicorn {args.workers}x{args.threads} {args.worker_class}, "
+    server_desc = (f"gunicorn {args.workers}x{args.threads} {args.worker_class}, load {args.load}, "
                    f"{'Redis cache' if os.environ.get('BENCH_REDIS_URL') else 'no Redis'}")
     table = print_table(f"API latency (size {args.size}, {server_desc}, cycles running: {cycles_on})",
                 [("endpoint", "endpoint"), ("clients", "clients"), ("requests", "requests"),

@@ -14,13 +14,14 @@ import logging
 from collections.abc import Callable
 
 from django.conf import settings
-from django.db import InterfaceError, OperationalError
+from django.db import InterfaceError, OperationalError, connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
 logger = logging.getLogger(__name__)
 
 API_PREFIX = "/api/"
 DATABASE_RETRY_AFTER = 5  # seconds: a restarting database is usually back within a few
+RETRY_METHODS = ("GET", "HEAD", "OPTIONS")  # safe to run twice: they change nothing
 
 
 def error_response(request: HttpRequest, status: int, code: str, message: str,
@@ -45,13 +46,22 @@ class DatabaseUnavailableMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        """Pass through; the mapping happens in process_exception."""
-        return self.get_response(request)
+        """Pass through (the mapping happens in process_exception), retrying a read once when
+        its connection turns out dead: persistent connections get no per-request health check
+        (settings), so the first query after a database restart is what finds a dropped one."""
+        response = self.get_response(request)
+        if (getattr(request, "_database_unavailable", False) and request.method in RETRY_METHODS
+                and not connection.in_atomic_block and not connection.is_usable()):
+            connection.close()
+            request._database_unavailable = False
+            response = self.get_response(request)
+        return response
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
         """A 503 for OperationalError/InterfaceError; any other exception stays a 500."""
         if not isinstance(exception, OperationalError | InterfaceError):
             return None
+        request._database_unavailable = True
         logger.error("database unavailable while serving %s %s: %s", request.method, request.path, exception)
         return error_response(request, 503, "database_unavailable",
                               "The database is unavailable right now; please retry shortly.",

@@ -63,3 +63,14 @@ def test_a_token_read_of_a_cached_body_is_one_query_and_still_fresh(make_user, d
     assert again.content == first.content
     queue_create(name="q2")
     assert [c["name"] for c in client.get("/api/v1/queues/tree/").json()["children"]] == ["q1", "q2"]
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="prepared statements are PostgreSQL's")
+def test_the_token_statement_is_prepared_once_per_connection(make_user):
+    _, key = token_create(user=make_user("erin"), name="t")
+    for _ in range(3):
+        assert active_token(key) is not None
+    with connection.cursor() as cur:
+        cur.execute("SELECT count(*) FROM pg_prepared_statements WHERE statement LIKE %s",
+                    ["%api_apitoken%"])
+        assert cur.fetchone() == (1,)

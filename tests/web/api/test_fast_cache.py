@@ -3,6 +3,8 @@ never across users who may read different things, ETag/304, answered with one qu
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from schedweb.api import cache as api_cache
@@ -170,6 +172,31 @@ def test_while_another_thread_computes_the_previous_version_is_served(staff):
             lock.release()
     assert [r["name"] for r in stale] == ["j1"]
     assert [r["name"] for r in staff.get("/api/v1/jobs/").json()["results"]] == ["j2", "j1"]
+
+
+def test_a_body_past_its_ttl_is_served_while_another_thread_recomputes_it(staff, settings):
+    # Same data version, only the TTL ran out: the other threads answer the body they have
+    # instead of all queueing behind the one recomputation.
+    make_job(make_queue("q"), "j1", tasks=1)
+    first = staff.get("/api/v1/jobs/")
+    settings.API_CACHE_SECONDS = 0  # every body is past its TTL
+    held = [lock for lock in api_cache._compute_locks if lock.acquire(blocking=False)]
+    waited = threading.Event()
+
+    def rescue() -> None:  # were the read to wait for the locks, free it rather than hang
+        waited.set()
+        for lock in held:
+            lock.release()
+
+    timer = threading.Timer(5, rescue)
+    timer.start()
+    again = staff.get("/api/v1/jobs/")
+    timer.cancel()
+    if not waited.is_set():
+        for lock in held:
+            lock.release()
+    assert not waited.is_set(), "the read waited for the recomputation"
+    assert again.content == first.content and again["ETag"] == first["ETag"]
 
 
 def test_browsable_api_is_not_cached(staff):
