@@ -66,8 +66,9 @@ class LoadedState:
     """The snapshot plus the row identities the write phase needs."""
 
     snapshot: ClusterSnapshot
-    # uid -> (id, status, `updated` as the database's text: compared back exactly at write time)
-    tasks: dict[str, tuple[int, str, str]] = field(default_factory=dict)
+    # uid -> (id, status, `updated` as the database's text: compared back exactly at write time,
+    # job id: the write phase locks the jobs of the tasks it changes)
+    tasks: dict[str, tuple[int, str, str, int]] = field(default_factory=dict)
     jobs: dict[str, JobRow] = field(default_factory=dict)                      # uid -> row
     node_ids: dict[str, int] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
@@ -222,7 +223,7 @@ def load_state(now: datetime) -> LoadedState:
             preemption_policy=policy, preemptable=bool(preemptable), node_selector=spec[1],
             tolerations=spec[2], affinity=spec[3], labels=spec[4], created=created, duration=duration,
             nominated_node=nominated))
-        task_rows[uid] = (pk, status, updated)
+        task_rows[uid] = (pk, status, updated, job_id)
         if core_status in occupying:
             u = used.get(ns)
             if u is None:

@@ -96,10 +96,10 @@ def _run_locked(started: datetime, t0: float) -> CycleRun:
     t1 = time.perf_counter()
     result = run_session(state.snapshot, conf)
     t2 = time.perf_counter()
-    task_changes = _task_changes(state, result)
+    task_changes, task_jobs = _task_changes(state, result)
     job_changes, code_changed, same_code = _job_changes(state, result, started)
     # Every job this cycle writes, before any task row (see writes.lock_jobs: no deadlock with a cancel).
-    writes.lock_jobs((c.id for c in job_changes), (c.id for c in task_changes))
+    writes.lock_jobs({c.id for c in job_changes} | task_jobs)
     binds, pipelined, evictions, conflicts = _write_tasks(task_changes, started)
     if delay := float(os.environ.get(WRITE_SLEEP_ENV) or 0):
         time.sleep(delay)
@@ -129,29 +129,33 @@ def prune_history(now: datetime) -> int:
     return samples + cycles
 
 
-def _task_changes(state: LoadedState, result: SessionResult) -> list[writes.TaskChange]:
-    """Binds (Binding), pipelines, evictions (Releasing), expired pipelines (back to Pending)."""
+def _task_changes(state: LoadedState, result: SessionResult) -> tuple[list[writes.TaskChange], set[int]]:
+    """Binds (Binding), pipelines, evictions (Releasing), expired pipelines (back to Pending);
+    and the ids of those tasks' jobs."""
     changes: list[writes.TaskChange] = []
+    jobs: set[int] = set()
     for decisions, status in ((result.binds, TaskStatus.BINDING), (result.pipelined, TaskStatus.PIPELINED)):
         for uid, node in sorted(decisions.items()):
             row, node_id = state.tasks.get(uid), state.node_ids.get(node)
             if row is None or node_id is None:
                 continue
             changes.append(writes.TaskChange(row[0], row[1], row[2], status, node_id, True))
+            jobs.add(row[3])
     for uid in sorted(set(result.evictions)):
         row = state.tasks.get(uid)
         if row is not None and row[1] != TaskStatus.RELEASING:
             changes.append(writes.TaskChange(row[0], row[1], row[2], TaskStatus.RELEASING))
+            jobs.add(row[3])
     # A nomination lasts one session: a task pipelined before and not now waits again.
-    for uid, (pk, status, updated) in state.tasks.items():
+    for uid, (pk, status, updated, job_id) in state.tasks.items():
         if status == TaskStatus.PIPELINED and uid not in result.binds and uid not in result.pipelined:
             changes.append(writes.TaskChange(pk, status, updated, TaskStatus.PENDING, None, True))
-    return changes
+            jobs.add(job_id)
+    return changes, jobs
 
 
 def _write_tasks(changes: list[writes.TaskChange], now: datetime) -> tuple[int, int, int, int]:
     """Apply the task changes; returns (binds, pipelined, evictions applied, conflicts)."""
-    writes.lock_nodes(c.node_id for c in changes if c.node_id is not None)
     applied = writes.update_tasks(changes, now)
     counts = {TaskStatus.BINDING: 0, TaskStatus.PIPELINED: 0, TaskStatus.RELEASING: 0}
     for change in changes:

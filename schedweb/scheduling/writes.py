@@ -59,33 +59,32 @@ class TaskChange:
     set_node: bool = False
 
 
-def lock_jobs(job_ids: Iterable[int], task_ids: Iterable[int] = ()) -> None:
-    """Lock (FOR NO KEY UPDATE, in id order) the jobs `job_ids` and the jobs of `task_ids`.
+def lock_jobs(job_ids: Iterable[int]) -> None:
+    """Lock (FOR NO KEY UPDATE, in id order) the jobs `job_ids`.
 
     The project's lock order is a job before its tasks (job_cancel, task_set_status, the agent):
     a writer that changed task rows first and then waited for their job would deadlock with a
     cancel holding the job and waiting for those tasks. Taking every job the cycle will write
     up front, in one id-ordered statement, keeps that order (SQLite: one writer, nothing to do).
     """
-    jobs, tasks = sorted(set(job_ids)), sorted(set(task_ids))
-    if not (jobs or tasks) or not is_postgres():
+    jobs = sorted(set(job_ids))
+    if not jobs or not is_postgres():
         return
-    job_t, task_t = Job._meta.db_table, Task._meta.db_table
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT id FROM {job_t} WHERE id = ANY(%s) OR id IN "
-            f"(SELECT job_id FROM {task_t} WHERE id = ANY(%s)) ORDER BY id FOR NO KEY UPDATE",
-            [jobs, tasks])
+            f"SELECT id FROM {Job._meta.db_table} WHERE id = ANY(%s) ORDER BY id FOR NO KEY UPDATE", [jobs])
 
 
-def lock_nodes(node_ids: Iterable[int]) -> None:
-    """FOR KEY SHARE the target nodes so a concurrent node delete waits for (or precedes) us."""
+def lock_nodes(node_ids: Iterable[int]) -> set[int]:
+    """FOR KEY SHARE the target nodes (PostgreSQL) so a concurrent node delete waits for (or
+    precedes) us; returns the ids that exist, which then exist until the transaction ends."""
     ids = sorted(set(node_ids))
-    if not ids or not is_postgres():
-        return
+    if not ids:
+        return set()
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT id FROM {Node._meta.db_table} WHERE id = ANY(%s) ORDER BY id FOR KEY SHARE",
                        [ids])
+        return {row[0] for row in cursor.fetchall()}
 
 
 # Big change sets travel by COPY into a session-local temp table (emptied at every commit), then
@@ -128,15 +127,19 @@ def update_tasks(changes: Sequence[TaskChange], now: datetime) -> set[int]:
     task_t, node_t = Task._meta.db_table, Node._meta.db_table
     with connection.cursor() as cursor:
         if is_postgres():
-            rows = [(c.id, c.old_status, c.old_updated, c.new_status, c.node_id, c.set_node) for c in changes]
+            # Locked target nodes stay until we commit: drop the binds to gone ones here rather
+            # than ask the UPDATE to look each node up again.
+            nodes = lock_nodes(c.node_id for c in changes if c.node_id is not None)
+            rows = [(c.id, c.old_status, c.old_updated, c.new_status, c.node_id, c.set_node) for c in changes
+                    if c.node_id is None or c.node_id in nodes]
+            if not rows:
+                return set()
             source = _change_source(cursor, TASK_CHANGES, rows)
             cursor.execute(
                 f"UPDATE {task_t} AS t SET status = v.new_status, "
                 f"node_id = CASE WHEN v.set_node THEN v.node_id ELSE t.node_id END, updated = %s "
                 f"FROM {source[0]} WHERE t.id = v.id AND t.status = v.old_status "
-                f"AND t.updated = v.old_updated "
-                f"AND (v.node_id IS NULL OR EXISTS (SELECT 1 FROM {node_t} n WHERE n.id = v.node_id)) "
-                f"RETURNING t.id", [now, *source[1]])
+                f"AND t.updated = v.old_updated RETURNING t.id", [now, *source[1]])
             return {row[0] for row in cursor.fetchall()}
         else:
             cursor.executemany(

@@ -202,7 +202,12 @@ def test_fast_load_equals_orm_reference():
     state = load_state(now)
     snap, task_rows, job_rows, node_ids = reference_load(now)
     assert dump(state.snapshot) == dump(snap)
-    assert {uid: (pk, status, _updated(text)) for uid, (pk, status, text) in state.tasks.items()} == task_rows
+    assert {uid: (pk, status, _updated(text))
+            for uid, (pk, status, text, _) in state.tasks.items()} == task_rows
+    # The fourth field is the task's job id (the write phase locks those jobs).
+    loaded = Task.objects.select_related("job").filter(pk__in=[row[0] for row in state.tasks.values()])
+    assert {uid: row[3] for uid, row in state.tasks.items()} == {
+        f"{t.job.namespace}/{t.name}": t.job_id for t in loaded}
     assert {uid: (r.id, r.phase, r.reason_code, r.reason_message, r.reason_details, r.reason_since)
             for uid, r in state.jobs.items()} == job_rows
     assert state.node_ids == node_ids

@@ -102,8 +102,8 @@ def test_samples_are_written_field_for_field_and_only_the_latest_keep_explanatio
     assert len(rows) == QueueSample.objects.count() == 3
 
 
-def _task_rows() -> dict[str, tuple[int, str, str]]:
-    """name -> (id, status, `updated` as the database's text), as the load reads them."""
+def _task_rows() -> dict[str, tuple[int, str, str, int]]:
+    """name -> (id, status, `updated` as the database's text, job id), as the load reads them."""
     from schedweb.scheduling.adapter import load_state
 
     state = load_state(T1)
