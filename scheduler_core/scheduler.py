@@ -32,7 +32,9 @@ def run_session(snapshot: ClusterSnapshot, conf: SchedulerConf | None = None) ->
             started = time.perf_counter()
             builder(conf.configurations.get(name, {})).execute(ssn)
             ssn.result.timing[f"action_{name}_s"] = round(time.perf_counter() - started, 6)
-        return close_session(ssn)
+        result = close_session(ssn)
+        ssn.release()
+        return result
 
 
 @contextmanager

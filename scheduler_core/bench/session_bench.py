@@ -1,7 +1,7 @@
 """In-memory session benchmark: scheduler_core alone on generated clusters (no database).
 
     python -m scheduler_core.bench.session_bench [--sizes S,M] [--scenarios fill,steady] [--json DIR]
-    python -m scheduler_core.bench.session_bench --profile M:fill     # cProfile, top hot spots
+    python -m scheduler_core.bench.session_bench --profile M:fill     # pyinstrument call tree
 
 Each (size, scenario) case runs in its own subprocess so that its peak RSS is its own.
 fill: one cycle on a fresh snapshot, 3 times; contention: one such cycle; steady: a warm-up
@@ -20,6 +20,7 @@ import resource
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -96,8 +97,9 @@ def run_isolated(size: str, scenario: str, seed: int, cycles: int = 0) -> dict[s
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def profile(size: str, scenario: str, seed: int = 1, top: int = 25) -> str:
-    """cProfile of one cycle (the first after warm-up for steady/backlog); top by own time."""
+def profile(size: str, scenario: str, seed: int = 1, top: int = 25, profiler: str = "pyinstrument") -> str:
+    """Profile of one cycle (the first after warm-up for steady/backlog): pyinstrument's call tree
+    (sampling, little overhead), or cProfile's top `top` by own and by cumulative time."""
     world = build_world(size, scenario, seed)
     conf = conf_of(world.spec)
     if scenario in ("steady", "backlog"):
@@ -106,6 +108,8 @@ def profile(size: str, scenario: str, seed: int = 1, top: int = 25) -> str:
         if scenario == "steady":
             churn.step()
     snap = to_snapshot(world.spec)
+    if profiler == "pyinstrument":
+        return sample_profile(lambda: run_session(snap, conf))
     prof = cProfile.Profile()
     prof.enable()
     run_session(snap, conf)
@@ -116,6 +120,17 @@ def profile(size: str, scenario: str, seed: int = 1, top: int = 25) -> str:
         pstats.Stats(prof, stream=buf).sort_stats(key).print_stats(top)
         lines.append(buf.text)
     return "\n".join(lines)
+
+
+def sample_profile(fn: Callable[[], object], interval: float = 0.0005) -> str:
+    """pyinstrument's call tree of one call of `fn` (frames under 1% of the time left out)."""
+    from pyinstrument import Profiler
+
+    prof = Profiler(interval=interval)
+    prof.start()
+    fn()
+    prof.stop()
+    return prof.output_text(unicode=False, color=False, show_all=False)
 
 
 class _Capture:
@@ -148,7 +163,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cycles", type=int, default=0, help="override the cycles per case (0 = defaults)")
     p.add_argument("--json", default="var/bench", help="directory for the JSON output ('' = none)")
     p.add_argument("--case", help=argparse.SUPPRESS)  # child mode: one case, JSON on stdout
-    p.add_argument("--profile", metavar="SIZE:SCENARIO")
+    p.add_argument("--profile", metavar="SIZE:SCENARIO", help="profile one cycle of the case instead")
+    p.add_argument("--profiler", choices=("pyinstrument", "cprofile"), default="pyinstrument")
     args = p.parse_args(argv)
     if args.case:
         size, scenario = args.case.split(":")
@@ -156,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.profile:
         size, scenario = args.profile.split(":")
-        print(profile(size, scenario, args.seed))
+        print(profile(size, scenario, args.seed, profiler=args.profiler))
         return 0
     cases = [(s, c) for s in args.sizes.split(",") if s for c in args.scenarios.split(",") if c]
     cases += [tuple(x.split(":")) for x in args.extra.split(",") if x]  # type: ignore[misc]

@@ -55,6 +55,11 @@ class NodeTable:
     def __len__(self) -> int:
         return len(self.names)
 
+    def release(self) -> None:
+        """Forget the cached one-row views: each points back at this table (a reference cycle
+        that would keep the table, its nodes and their tasks for the cyclic collector)."""
+        self._row_views.clear()
+
     def view(self, rows: np.ndarray) -> NodeTable:
         """A read-only NodeTable over the given rows only (row i of the view = rows[i]).
 

@@ -61,6 +61,19 @@ class Session(CallbackRegistry):
         self._opened_at = time.perf_counter()
 
     # -- small lookups -------------------------------------------------------------------------
+    def release(self) -> None:
+        """Drop everything the session holds, once its result is built (run_session's last step).
+
+        Plugins, and the callbacks they registered, point back at the session, and the node
+        table's cached views at the table: reference cycles that would leave the whole session
+        (every job, task and node of the snapshot) to the cyclic collector, whose pass over a
+        few hundred thousand objects then lands, unaccounted, on whatever runs next.
+        """
+        table = self.__dict__.get("node_table")
+        if table is not None:
+            table.release()
+        self.__dict__.clear()
+
     def job_of(self, task: TaskInfo) -> JobInfo:
         """The task's job."""
         return self.jobs[task.job_uid]

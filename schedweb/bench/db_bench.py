@@ -1,12 +1,15 @@
 """Full scheduling cycle on PostgreSQL, split load / schedule / write, against this machine's floor.
 
     python -m schedweb.bench.db_bench [--sizes S,M] [--scenarios fill,steady] [--extra L:fill]
+    python -m schedweb.bench.db_bench --profile M:steady     # pyinstrument call tree of one cycle
 
-Uses its own database (BENCH_DATABASE_URL, default schedweb_hk_bench; created and migrated).
+Uses its own database (BENCH_DATABASE_URL, default schedweb_bench; created and migrated).
 Each case runs in a subprocess (own peak RSS): the generated cluster is COPY'd in, then
 `schedweb.scheduling.cycle.cycle_run()` runs as in production; its CycleRun row gives the
-load / schedule / write seconds. Between steady cycles the node agent's work (Binding ->
-Running) and 1% churn happen in plain SQL, outside the timings. The floor, same run, same data:
+load / schedule / write seconds, and the wall clock around the call the cycle's own (commit and
+dropping the snapshot included, which the row, written inside the transaction, cannot).
+Between steady cycles the node agent's work (Binding -> Running) and 1% churn happen in plain
+SQL, outside the timings. The floor, same run, same data:
 the load's own SQL statements re-run through raw psycopg (fetchall), and a raw COPY of as many
 rows as the cycle wrote, printed as ratios (our load / raw read, our write / raw copy). Also
 a raw UPDATE of as many core_task rows (rolled back): what the database itself charges for the
@@ -27,7 +30,7 @@ from typing import Any
 
 from scheduler_core.bench.generator import SCENARIOS, SIZES, build_world
 from scheduler_core.bench.report import check_targets, machine, print_table, write_json
-from scheduler_core.bench.session_bench import pct
+from scheduler_core.bench.session_bench import pct, sample_profile
 from schedweb.bench.dbdata import bench_url, churn, ensure_database, load_spec, start_bound
 
 DEFAULT_CYCLES = {"fill": 3, "contention": 1, "steady": 30, "backlog": 10}
@@ -162,7 +165,7 @@ def run_case(size: str, scenario: str, seed: int = 1, cycles: int | None = None)
     cycles = cycles or DEFAULT_CYCLES[scenario]
     world = build_world(size, scenario, seed)
     fresh = scenario in ("fill", "contention")
-    runs, written = [], []
+    runs, written, walls = [], [], []
     with psycopg.connect(bench_url()) as conn, WriteCounter() as counter:
         reset(conn, world.spec)
         for cycle in range(cycles + (0 if fresh else 1)):
@@ -173,12 +176,15 @@ def run_case(size: str, scenario: str, seed: int = 1, cycles: int | None = None)
                 if scenario == "steady":
                     churn(conn, world)
             counter.rows = 0
+            t = time.perf_counter()
             run = cycle_run()
+            wall = time.perf_counter() - t
             if run.errors or run.skipped:
                 raise RuntimeError(f"cycle failed: {run.errors or 'skipped'}")
             if fresh or cycle > 0:
                 runs.append(run)
                 written.append(counter.rows)
+                walls.append(wall)
         read_s, read_rows = raw_read_floor(conn)
         copy_rows = int(pct(written, 50))
         copy_s = raw_copy_floor(conn, max(copy_rows, 1))
@@ -189,14 +195,17 @@ def run_case(size: str, scenario: str, seed: int = 1, cycles: int | None = None)
         return round(pct([getattr(r, field) * 1e3 for r in runs], q), 1)
 
     placed = [r.binds + r.pipelined for r in runs]
-    total_s = sum(r.duration_seconds for r in runs)
+    # The cycle as its caller waits for it: CycleRun's own duration is written inside the
+    # transaction, so it leaves out the commit and dropping the snapshot.
+    total_s = sum(walls)
     load, write = pct([r.load_seconds for r in runs], 50), pct([r.write_seconds for r in runs], 50)
     return {
         "size": size, "scenario": scenario, "cycles": len(runs), "tasks": tasks,
         "load_ms_p50": ms("load_seconds", 50), "load_ms_p99": ms("load_seconds", 99),
         "schedule_ms_p50": ms("schedule_seconds", 50), "schedule_ms_p99": ms("schedule_seconds", 99),
         "write_ms_p50": ms("write_seconds", 50), "write_ms_p99": ms("write_seconds", 99),
-        "cycle_ms_p50": ms("duration_seconds", 50), "cycle_ms_p99": ms("duration_seconds", 99),
+        "cycle_ms_p50": round(pct(walls, 50) * 1e3, 1), "cycle_ms_p99": round(pct(walls, 99) * 1e3, 1),
+        "recorded_ms_p50": ms("duration_seconds", 50),
         "placed_per_cycle": round(sum(placed) / len(placed), 1),
         "evicted_per_cycle": round(sum(r.evictions for r in runs) / len(runs), 1),
         "placements_per_s": round(sum(placed) / total_s) if total_s else 0,
@@ -208,6 +217,24 @@ def run_case(size: str, scenario: str, seed: int = 1, cycles: int | None = None)
         "write_vs_update": round(write / update_s, 2) if update_s else None,
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
     }
+
+
+def profile_case(size: str, scenario: str, seed: int = 1) -> str:
+    """pyinstrument's call tree of one cycle_run() of the case: the first after the warm-up (and
+    after the agent's work and 1% churn for steady), as run_case measures it."""
+    import psycopg
+
+    from schedweb.scheduling.cycle import cycle_run
+
+    world = build_world(size, scenario, seed)
+    with psycopg.connect(bench_url()) as conn:
+        reset(conn, world.spec)
+        if scenario not in ("fill", "contention"):
+            cycle_run()
+            start_bound(conn)
+            if scenario == "steady":
+                churn(conn, world)
+    return sample_profile(cycle_run)
 
 
 COLUMNS = [("size", "size"), ("scenario", "scenario"), ("tasks", "tasks"), ("cycles", "cycles"),
@@ -230,7 +257,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cycles", type=int, default=0, help="override the cycles per case (0 = defaults)")
     p.add_argument("--json", default="var/bench")
     p.add_argument("--case", help=argparse.SUPPRESS)
+    p.add_argument("--profile", metavar="SIZE:SCENARIO", help="profile one cycle of the case instead")
     args = p.parse_args(argv)
+    if args.profile:
+        setup_django()
+        print(profile_case(*args.profile.split(":"), seed=args.seed))
+        return 0
     if args.case:
         setup_django()
         size, scenario = args.case.split(":")

@@ -1,6 +1,6 @@
 """Benchmark data in PostgreSQL: a scratch database, and generated clusters COPY'd into core tables.
 
-The benchmark database is its own (default `schedweb_hk_bench` on the server of DATABASE_URL),
+The benchmark database is its own (BENCH_DATABASE_URL, default `schedweb_bench` on 127.0.0.1),
 created when missing and migrated; `load_spec` replaces the core tables' rows with a generated
 cluster (scheduler_core.bench.generator) in stored units, through COPY so that the 150,000
 tasks of size L load in seconds. Nothing here goes through the services: this is test data.
