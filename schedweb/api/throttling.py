@@ -3,7 +3,8 @@
 DRF's own throttles keep, per client, the list of every request time in the last window and
 read and rewrite that whole list on each request: at the user rate of 20,000/minute that is a
 list of up to 20,000 floats pickled to and from Redis per request. These count instead: one
-atomic `add` + `incr` of a key per (client, window). The price is the usual fixed-window one:
+counter per (client, window), counted in one Redis round trip (ResilientRedisCache.count;
+Django's add + incr elsewhere). The price is the usual fixed-window one:
 a client may send up to twice the rate across a window boundary. Rates, scopes and cache keys
 are DRF's (settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]); a refusal is a 429 with
 Retry-After = the seconds left in the window.
@@ -14,6 +15,8 @@ from __future__ import annotations
 from typing import Any
 
 from rest_framework import throttling
+
+from schedweb.core.cache_backend import local_count
 
 
 class FixedWindowMixin:
@@ -34,12 +37,8 @@ class FixedWindowMixin:
         self.window_end = (window + 1) * self.duration
         counter = f"{key}:w{window}"
         timeout = self.duration + 1  # outlives its window, then expires
-        self.cache.add(counter, 0, timeout=timeout)
-        try:
-            count = self.cache.incr(counter)
-        except ValueError:  # expired between add and incr
-            self.cache.add(counter, 1, timeout=timeout)
-            count = 1
+        counted = getattr(self.cache, "count", None)  # the deployment's ResilientRedisCache
+        count = counted(counter, timeout) if counted else local_count(self.cache, counter, timeout)
         return count <= self.num_requests
 
     def wait(self) -> float:

@@ -59,6 +59,34 @@ class ResilientRedisCache(RedisCache):
             "VERSION": params.get("VERSION", 1)})
         self.down_until = 0.0
 
+    def count(self, key: str, timeout: int) -> int:
+        """Add 1 to the counter `key` (created at 1, expiring `timeout` s after its creation) and
+        return its new value: one round trip (INCR and EXPIRE NX pipelined), where Django's
+        add + incr take three (SET NX, EXISTS, INCRBY). Used by schedweb.api.throttling."""
+        if time.monotonic() < self.down_until:
+            return local_count(self.fallback, key, timeout)
+        try:
+            name = self.make_and_validate_key(key)
+            pipe = self._cache.get_client(name, write=True).pipeline(transaction=False)
+            pipe.incr(name)
+            pipe.expire(name, timeout, nx=True)
+            return int(pipe.execute()[0])
+        except RedisError as exc:
+            self.down_until = time.monotonic() + RETRY_SECONDS
+            logger.warning("cache: Redis unavailable (%s); this process uses its memory for %ss",
+                           exc, RETRY_SECONDS)
+            return local_count(self.fallback, key, timeout)
+
+
+def local_count(cache: Any, key: str, timeout: int) -> int:
+    """ResilientRedisCache.count on any Django cache (add, then incr)."""
+    cache.add(key, 0, timeout=timeout)
+    try:
+        return cache.incr(key)
+    except ValueError:  # expired between add and incr
+        cache.add(key, 1, timeout=timeout)
+        return 1
+
 
 for _name in _METHODS:
     setattr(ResilientRedisCache, _name, _fallback_on_redis_error(_name))

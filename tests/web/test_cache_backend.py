@@ -56,3 +56,31 @@ def test_redis_up_values_live_in_redis():
     assert len(keys) == 1 and b"shared" in keys[0]
     assert cache.fallback.get("shared") is None
     cache.delete("shared")
+
+
+def test_count_falls_back_to_memory_while_redis_is_down():
+    cache = _unreachable()
+    assert [cache.count("hits", 60) for _ in range(3)] == [1, 2, 3]
+    assert cache.down_until > time.monotonic() and cache.fallback.get("hits") == 3
+
+
+@pytest.mark.skipif(not settings.REDIS_URL, reason="needs REDIS_URL")
+def test_count_is_one_round_trip_and_expires_from_its_first_count():
+    prefix = f"t{uuid.uuid4().hex}"
+    cache = ResilientRedisCache(settings.REDIS_URL, {"KEY_PREFIX": prefix})
+    server = redis.Redis.from_url(settings.REDIS_URL)
+    assert cache.count("hits", 60) == 1
+    (key,) = server.keys(f"{prefix}:*")
+    server.expire(key, 30)  # as if 30 s of the window had passed
+    before = server.info("commandstats")
+    assert [cache.count("hits", 60) for _ in range(2)] == [2, 3]
+    after = server.info("commandstats")
+    assert 28 <= server.ttl(key) <= 30  # EXPIRE NX: later counts do not push the expiry back
+
+    def calls(stats: dict, name: str) -> int:
+        return stats.get(f"cmdstat_{name}", {}).get("calls", 0)
+
+    sent = {name: calls(after, name) - calls(before, name) for name in ("incrby", "expire", "set", "exists")}
+    assert sent == {"incrby": 2, "expire": 2, "set": 0, "exists": 0}
+    assert cache.down_until == 0.0
+    server.delete(key)
