@@ -20,7 +20,7 @@ PROBE = (
     "'whitenoise': 'whitenoise.middleware.WhiteNoiseMiddleware' in settings.MIDDLEWARE}))"
 )
 CLEARED = ("DEBUG", "SECRET_KEY", "DATABASE_URL", "REDIS_URL", "ALLOWED_HOSTS", "SCHEDULE_PERIOD",
-           "SIMULATED_AGENT", "PYTEST_VERSION", "DJANGO_SETTINGS_MODULE",
+           "SIMULATED_AGENT", "PYTEST_VERSION", "DJANGO_SETTINGS_MODULE", "DATABASE_PREPARE_THRESHOLD",
            # set by the browser tests' conftest for Playwright; never present in a deployment
            "DJANGO_ALLOW_ASYNC_UNSAFE")
 
@@ -55,6 +55,7 @@ def test_environment_overrides():
                 ALLOWED_HOSTS="a.example, b.example", SCHEDULE_PERIOD="0.5", SIMULATED_AGENT="1")
     assert got["debug"] is False and got["key"] == "k" * 60
     assert (got["engine"], got["name"]) == ("django.db.backends.postgresql", "x")
+    assert got["options"] == {"prepare_threshold": 1}  # the API's token statement stays prepared
     assert got["broker"] == "redis://r:6379/1"
     assert got["hosts"] == ["a.example", "b.example"]
     assert (got["period"], got["agent"]) == (0.5, True)
@@ -85,3 +86,9 @@ def test_production_allows_probe_hosts():
     got = probe("schedweb.settings_production", SECRET_KEY="x" * 60, ALLOWED_HOSTS="schedweb.example.com")
     assert got["hosts"] == ["schedweb.example.com", "127.0.0.1", "localhost"]
     assert got["debug"] is False
+
+
+def test_prepared_statements_can_be_turned_off_for_a_pooler():
+    got = probe(SECRET_KEY="k" * 60, DATABASE_URL="postgres://u:p@db:5432/x",
+                DATABASE_PREPARE_THRESHOLD="off")
+    assert got["options"] == {"prepare_threshold": None}
