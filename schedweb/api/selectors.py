@@ -55,7 +55,7 @@ def queue_figures(queues: list[Queue] | None = None) -> dict[int, dict[str, Any]
         Job.objects.filter(phase__in=PENDING_JOB_PHASES).values("queue_id").annotate(n=Count("id"))
         .order_by().values_list("queue_id", "n")
     )
-    samples = latest_samples()
+    samples = latest_samples(("deserved", "real_capability", "share"))
     if queues is not None:
         ids_by_name = {q.name: q.id for q in queues}
     else:
