@@ -1,0 +1,59 @@
+"""Digests of what the scheduler decided on the benchmark clusters: a speed change must keep them.
+
+    python -m scheduler_core.bench.decisions                 # S and M, every scenario
+    python -m scheduler_core.bench.decisions M:fill S:steady
+
+For each case, the same cycles as session_bench (steady: churn between cycles; backlog: the
+same state again) and one digest of every cycle's SessionResult (binds, pipelines, evictions,
+phases, queue figures, reasons, warnings; not the timings). Run it before and after a change
+meant only to make scheduling faster: the lines must be identical.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+
+from scheduler_core.bench.generator import build_world
+from scheduler_core.bench.snapshot import Churn, conf_of, to_snapshot
+from scheduler_core.scheduler import run_session
+
+# (size, scenario, cycles): enough cycles for churn and a second look at the same backlog.
+CASES = (("S", "fill", 1), ("S", "steady", 4), ("S", "contention", 1), ("S", "backlog", 3),
+         ("M", "fill", 1), ("M", "steady", 2), ("M", "contention", 1), ("M", "backlog", 2))
+
+
+def digest(size: str, scenario: str, cycles: int, seed: int = 1) -> str:
+    """Hex digest of the results of `cycles` sessions of the case (deterministic)."""
+    world = build_world(size, scenario, seed)
+    conf = conf_of(world.spec)
+    churn = Churn(world) if scenario in ("steady", "backlog") else None
+    h = hashlib.sha256()
+    for cycle in range(cycles):
+        if churn is not None and scenario == "steady" and cycle > 0:
+            churn.step()
+        result = run_session(to_snapshot(world.spec), conf)
+        data = result.to_json()
+        data.pop("timing", None)
+        h.update(json.dumps(data, sort_keys=True, default=str).encode())
+        if churn is not None:
+            churn.apply(result)
+    return h.hexdigest()[:16]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print `SIZE:SCENARIO digest` for the named cases (default all of CASES)."""
+    wanted = set(sys.argv[1:] if argv is None else argv)
+    unknown = wanted - {f"{s}:{c}" for s, c, _ in CASES}
+    if unknown:
+        print(f"unknown case(s): {', '.join(sorted(unknown))}", file=sys.stderr)
+        return 2
+    for size, scenario, cycles in CASES:
+        if not wanted or f"{size}:{scenario}" in wanted:
+            print(f"{size}:{scenario} {digest(size, scenario, cycles)}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
