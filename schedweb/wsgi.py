@@ -2,7 +2,7 @@
 
 Once the application and its URLconf (so every view, serializer and schema module) are loaded,
 the objects they made are moved out of the cyclic collector's sight (gc.freeze): they live as
-long as the worker, and each full collection otherwise walked all of them, 60-110 ms with every
+long as the worker, and each full collection otherwise walked all of them, 55-110 ms with every
 thread of the worker stopped (measured under the API benchmark; about 3 ms after).
 """
 

@@ -47,10 +47,12 @@ class DatabaseUnavailableMiddleware:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         """Pass through (the mapping happens in process_exception), retrying a read once when
-        its connection turns out dead: persistent connections get no per-request health check
-        (settings), so the first query after a database restart is what finds a dropped one."""
+        the persistent connection it started with turns out dead: they get no per-request health
+        check (settings), so the first query after a database restart is what finds a dropped
+        one. A connection made for this request that failed is not retried (the database is down)."""
+        reused = connection.connection is not None
         response = self.get_response(request)
-        if (getattr(request, "_database_unavailable", False) and request.method in RETRY_METHODS
+        if (reused and getattr(request, "_database_unavailable", False) and request.method in RETRY_METHODS
                 and not connection.in_atomic_block and not connection.is_usable()):
             connection.close()
             request._database_unavailable = False

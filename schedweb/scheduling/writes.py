@@ -75,8 +75,8 @@ def lock_jobs(job_ids: Iterable[int]) -> None:
             f"SELECT id FROM {Job._meta.db_table} WHERE id = ANY(%s) ORDER BY id FOR NO KEY UPDATE", [jobs])
 
 
-def lock_nodes(node_ids: Iterable[int]) -> set[int]:
-    """FOR KEY SHARE the target nodes (PostgreSQL) so a concurrent node delete waits for (or
+def _lock_nodes(node_ids: Iterable[int]) -> set[int]:
+    """PostgreSQL: FOR KEY SHARE the target nodes so a concurrent node delete waits for (or
     precedes) us; returns the ids that exist, which then exist until the transaction ends."""
     ids = sorted(set(node_ids))
     if not ids:
@@ -129,7 +129,7 @@ def update_tasks(changes: Sequence[TaskChange], now: datetime) -> set[int]:
         if is_postgres():
             # Locked target nodes stay until we commit: drop the binds to gone ones here rather
             # than ask the UPDATE to look each node up again.
-            nodes = lock_nodes(c.node_id for c in changes if c.node_id is not None)
+            nodes = _lock_nodes(c.node_id for c in changes if c.node_id is not None)
             rows = [(c.id, c.old_status, c.old_updated, c.new_status, c.node_id, c.set_node) for c in changes
                     if c.node_id is None or c.node_id in nodes]
             if not rows:

@@ -18,13 +18,21 @@ PROBE = """
 import json, django
 django.setup()
 from django.test import Client
+from django.db import connection
 client = Client(raise_request_exception=False)
 out = {}
+attempts = []
+connect = connection.get_new_connection
+def counted(params):
+    attempts.append(1)
+    return connect(params)
+connection.get_new_connection = counted  # counts real attempts (each one is refused)
 def hit(name, method, path, **kw):
     r = getattr(client, method)(path, **kw)
     out[name] = {"status": r.status_code, "type": r.get("Content-Type", ""),
                  "retry": r.get("Retry-After"), "body": r.content.decode()[:500]}
 hit("api_token", "get", "/api/v1/queues/", HTTP_AUTHORIZATION="Token swt_whatever")
+out["api_token"]["attempts"] = len(attempts)
 hit("api_post", "post", "/api/v1/nodes/", data={"name": "n"}, content_type="application/json",
     HTTP_AUTHORIZATION="Token swt_whatever")
 hit("admin_login", "post", "/admin/login/", data={"username": "a", "password": "b"})
@@ -57,6 +65,8 @@ def test_database_down_gives_503_everywhere():
     expected_api = {"error": {"code": "database_unavailable",
                               "message": "The database is unavailable right now; please retry shortly.",
                               "fields": {}}}
+    # A read whose own new connection was refused is not retried (only a dropped one is).
+    assert got["api_token"]["attempts"] == 1
     for name in ("api_token", "api_post", "api_session"):
         assert got[name]["status"] == 503, got[name]
         assert got[name]["type"] == "application/json" and got[name]["retry"] == "5"
