@@ -25,6 +25,7 @@ import resource
 import subprocess
 import sys
 import time
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -219,21 +220,22 @@ def run_case(size: str, scenario: str, seed: int = 1, cycles: int | None = None)
     }
 
 
-def profile_case(size: str, scenario: str, seed: int = 1) -> str:
+def profile_case(size: str, scenario: str, seed: int = 1, conn: Any = None) -> str:
     """pyinstrument's call tree of one cycle_run() of the case: the first after the warm-up (and
-    after the agent's work and 1% churn for steady), as run_case measures it."""
+    after the agent's work and 1% churn for steady), as run_case measures it. `conn`: a psycopg
+    connection to Django's database (default: a new one to the benchmark database)."""
     import psycopg
 
     from schedweb.scheduling.cycle import cycle_run
 
     world = build_world(size, scenario, seed)
-    with psycopg.connect(bench_url()) as conn:
-        reset(conn, world.spec)
+    with (psycopg.connect(bench_url()) if conn is None else nullcontext(conn)) as db:
+        reset(db, world.spec)
         if scenario not in ("fill", "contention"):
             cycle_run()
-            start_bound(conn)
+            start_bound(db)
             if scenario == "steady":
-                churn(conn, world)
+                churn(db, world)
     return sample_profile(cycle_run)
 
 

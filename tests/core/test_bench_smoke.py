@@ -119,3 +119,13 @@ def test_table_and_targets() -> None:
     assert check_targets("session", rows) == (
         "- M fill placements_per_s = 61,234 (target >= 50,000): met\n")
     assert check_targets("session", [{**rows[0], "placements_per_s": 49_999}]).endswith("MISSED\n")
+
+
+def test_the_session_profile_is_pyinstruments_call_tree():
+    from scheduler_core.bench.session_bench import profile
+
+    tree = profile("S", "fill")
+    assert "Recorded:" in tree and "CPU time:" in tree  # pyinstrument's header
+    assert "run_session" in tree and "AllocateAction.execute" in tree
+    top = profile("S", "fill", profiler="cprofile")
+    assert "Ordered by: internal time" in top and "Ordered by: cumulative time" in top

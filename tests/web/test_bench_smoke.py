@@ -61,3 +61,11 @@ def test_one_db_cycle_matches_the_in_memory_session(pg: psycopg.Connection) -> N
     read_s, rows = raw_read_floor(pg)
     assert read_s > 0 and rows >= Task.objects.count() - Task.objects.filter(job__phase="Completed").count()
     assert raw_copy_floor(pg, 100) > 0
+
+
+def test_the_cycle_profile_names_the_phases(pg: psycopg.Connection) -> None:
+    from schedweb.bench.db_bench import profile_case
+
+    text = profile_case("S", "steady", conn=pg)
+    for frame in ("cycle_run", "load_state", "run_session", "_write_jobs"):
+        assert frame in text, frame
