@@ -9,7 +9,16 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from rest_framework.test import APIClient
 
+from schedweb.api import cache as api_cache
 from schedweb.core import services
+
+
+@pytest.fixture(autouse=True)
+def _fresh_process_cache():
+    """No API body cached in this process's memory crosses from one test to the next."""
+    api_cache.clear_local()
+    yield
+    api_cache.clear_local()
 
 
 @pytest.fixture

@@ -50,10 +50,8 @@ def test_last_used_is_refreshed_at_most_once_a_minute(make_user):
 def test_a_token_read_of_a_cached_body_is_one_query_and_still_fresh(make_user, django_assert_num_queries):
     from rest_framework.test import APIClient
 
-    from schedweb.api import cache as api_cache
     from schedweb.core.services import queue_create
 
-    api_cache.clear_local()
     _, key = token_create(user=make_user("dora"), name="t")
     client = APIClient(HTTP_AUTHORIZATION=f"Token {key}")
     queue_create(name="q1")

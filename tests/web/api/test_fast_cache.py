@@ -20,13 +20,6 @@ from .conftest import job_body, make_job, make_node, make_queue
 TREE, JOBS = "/api/v1/queues/tree/", "/api/v1/jobs/?phase=Pending"
 
 
-@pytest.fixture(autouse=True)
-def _fresh_process_cache():
-    api_cache.clear_local()
-    yield
-    api_cache.clear_local()
-
-
 @pytest.fixture
 def staff(make_user, client_for):
     return client_for(make_user("root-admin", staff=True))

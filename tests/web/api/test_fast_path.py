@@ -29,13 +29,6 @@ TREE, JOBS = "/api/v1/queues/tree/", "/api/v1/jobs/"
 FAST = "schedweb.api.fastpath.FastPathMiddleware"
 
 
-@pytest.fixture(autouse=True)
-def _fresh_process_cache():
-    api_cache.clear_local()
-    yield
-    api_cache.clear_local()
-
-
 @pytest.fixture
 def views_run(monkeypatch) -> list[str]:
     """Paths that went through a DRF view (APIView.initial) during the test."""
