@@ -457,6 +457,8 @@ class ClusterSnapshot:
     namespaces: dict[str, NamespaceInfo] = field(default_factory=dict)
     priority_classes: dict[str, PriorityClassInfo] = field(default_factory=dict)
     now: float = 0.0
+    # Jobs taken out of the session (framework.isolation): uid -> JobError.
+    set_aside: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def build(cls, nodes: Iterable[NodeInfo] = (), queues: Iterable[QueueInfo] = (),

@@ -222,11 +222,26 @@ def job_reason(ssn: Session, job: JobInfo, unbound: list[str]) -> Reason:
 
 
 def build_reasons(ssn: Session) -> dict[str, Reason]:
-    """One Reason per job (uid order) that still has unbound tasks when the session closes."""
+    """One Reason per job (uid order) that still has unbound tasks when the session closes.
+
+    A job set aside (framework.isolation) gets InvalidJob with the error, whatever its tasks:
+    its waiting tasks were taken out of the session. A job whose reason cannot be built is set
+    aside here too, rather than failing every other job's answer.
+    """
+    from scheduler_core.framework.isolation import error_of
+
     out: dict[str, Reason] = {}
     for uid in sorted(ssn.jobs):
         job = ssn.jobs[uid]
-        unbound = unbound_tasks(ssn, job)
-        if unbound:
-            out[uid] = job_reason(ssn, job, unbound)
+        if uid not in ssn.quarantined:
+            unbound = unbound_tasks(ssn, job)
+            if not unbound:
+                continue
+            try:
+                out[uid] = job_reason(ssn, job, unbound)
+                continue
+            except Exception as exc:
+                ssn.quarantine(job, error_of(exc, "reasons"))
+        error = ssn.quarantined[uid]
+        out[uid] = Reason(ReasonCode.InvalidJob, error.reason_message(), {"error": error.to_json()})
     return out

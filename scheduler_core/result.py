@@ -60,6 +60,8 @@ class SessionResult:
     # queue name -> the queue plugin's explanation object (dashboard "why this share").
     explanations: dict[str, dict] = field(default_factory=dict)
     timing: dict[str, float] = field(default_factory=dict)
+    # Jobs set aside for this session (framework.isolation): uid -> {where, error, message, field}.
+    job_errors: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def warn(self, message: str) -> None:
         """Add a warning once (plugins may be built more than once per process)."""
@@ -76,6 +78,7 @@ class SessionResult:
             "queues": {name: self.queues[name].to_json() for name in sorted(self.queues)},
             "reasons": {uid: _reason_json(self.reasons[uid]) for uid in sorted(self.reasons)},
             "warnings": list(self.warnings),
+            "job_errors": dict(sorted(self.job_errors.items())),
             "timing": dict(self.timing),
         }
 

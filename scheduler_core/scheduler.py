@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import gc
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from scheduler_core.framework.conf import DEFAULT_CONF, SchedulerConf
+from scheduler_core.framework.isolation import JobError, SessionJobError, screen, set_aside
 from scheduler_core.framework.registry import action_builders, load_all
 from scheduler_core.framework.session import close_session, open_session
 from scheduler_core.model import ClusterSnapshot
@@ -18,12 +19,18 @@ def run_session(snapshot: ClusterSnapshot, conf: SchedulerConf | None = None) ->
     """Open a session, run the conf's actions in order, close it. Deterministic.
 
     The snapshot is changed in place (task statuses, node accounting): pass a fresh one.
+    Jobs with malformed tasks are set aside first (framework.isolation.screen), and a job whose
+    evaluation raises is set aside by the action's guard: both get InvalidJob, the rest goes on.
     An action named in the conf but not implemented is skipped with a warning.
     """
     conf = conf or DEFAULT_CONF
     load_all()
     with gc_paused():
+        started = time.perf_counter()
+        screen(snapshot)
+        screened = time.perf_counter() - started
         ssn = open_session(snapshot, conf)
+        ssn.result.timing["screen_s"] = round(screened, 6)
         for name in conf.actions:
             builder = action_builders.get(name)
             if builder is None:
@@ -35,6 +42,28 @@ def run_session(snapshot: ClusterSnapshot, conf: SchedulerConf | None = None) ->
         result = close_session(ssn)
         ssn.release()
         return result
+
+
+def run_session_isolated(build: Callable[[], ClusterSnapshot], conf: SchedulerConf | None = None,
+                         attempts: int = 4) -> tuple[ClusterSnapshot, SessionResult]:
+    """run_session on `build()`; when a job's failure could not be undone inside the session
+    (SessionJobError), run again on a fresh `build()` with that job set aside from the start.
+
+    Returns the snapshot the result belongs to (the caller's writes need its identities).
+    The last attempt's error propagates: something other than one job is wrong.
+    """
+    aside: dict[str, JobError] = {}
+    for attempt in range(attempts):
+        snapshot = build()
+        for uid, error in aside.items():
+            set_aside(snapshot, uid, error)
+        try:
+            return snapshot, run_session(snapshot, conf)
+        except SessionJobError as exc:
+            if attempt == attempts - 1 or exc.job_uid in aside:
+                raise
+            aside[exc.job_uid] = exc.error
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 @contextmanager

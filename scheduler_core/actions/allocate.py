@@ -27,11 +27,13 @@ from scheduler_core.actions._common import active_jobs, record_queue_refusal, re
 from scheduler_core.actions._ordering import KeyedQueue, PriorityQueue, TaskList, order_queue
 from scheduler_core.actions._placement import ChangeLog, ClassState, has_dynamic_predicates, spreads
 from scheduler_core.framework.interface import Action
+from scheduler_core.framework.isolation import guard
 from scheduler_core.framework.registry import register_action
 from scheduler_core.model import JobPhase, QueueState, TaskStatus
 
 if TYPE_CHECKING:
     from scheduler_core.framework.session import Session
+    from scheduler_core.framework.statement import Statement
     from scheduler_core.model import JobInfo, QueueInfo
     from scheduler_core.reasons import FitErrors
 
@@ -81,19 +83,26 @@ class AllocateAction(Action):
             if not jobs:
                 continue
             job = jobs.pop()
-            tasks = pending.get(job.uid)
-            if tasks is None:
-                tasks = TaskList(ssn, (t for t in job.pending_tasks() if not t.best_effort))
-                pending[job.uid] = tasks
-                failed[job.uid] = set()
-            if tasks:
-                self._allocate_job(ssn, queue, job, tasks, jobs, failed[job.uid])
+            if job.uid in ssn.quarantined:  # set aside by a failure earlier in the session
+                queues.push(queue)
+                continue
+            with guard(ssn, job, self.name, on_failure=self._forget_undone) as scope:
+                tasks = pending.get(job.uid)
+                if tasks is None:
+                    tasks = TaskList(ssn, (t for t in job.pending_tasks() if not t.best_effort))
+                    pending[job.uid] = tasks
+                    failed[job.uid] = set()
+                if tasks:
+                    self._allocate_job(ssn, scope.statement(), queue, job, tasks, jobs, failed[job.uid])
             queues.push(queue)
 
-    def _allocate_job(self, ssn: Session, queue: QueueInfo, job: JobInfo, tasks: TaskList,
+    def _forget_undone(self) -> None:
+        """A failed job's placements were undone: every cached class state refreshes."""
+        self._log.add(ChangeLog.ALL)
+
+    def _allocate_job(self, ssn: Session, stmt: Statement, queue: QueueInfo, job: JobInfo, tasks: TaskList,
                       jobs: PriorityQueue[JobInfo] | KeyedQueue[JobInfo], failed: set[tuple]) -> None:
         """One round of a job: try its tasks in one statement, then commit, keep or discard."""
-        stmt = ssn.statement()
         states, log = self._states, self._log
         names = ssn.node_table.names
         refused = False

@@ -3,7 +3,9 @@
 Tasks are taken queue by queue (queue order), job by job (job order), task by task (task
 order), like Volcano's pickUpPendingTasks. A task goes straight to the session (no
 statement, as Volcano's ssn.Allocate): to the best-scoring node whose predicates pass, ties
-to the name that sorts first. Best-effort tasks need no resources, so no fit check. A task
+to the name that sorts first. Best-effort tasks need no resources, so no fit check.
+(A job's placements go through a statement committed at once, so that a job whose evaluation
+raises is undone and set aside; decisions are those of direct allocation.) A task
 no node accepts records its fit errors; identical tasks of the same job then fail alike and
 are skipped. The session binds the allocated tasks at close when their job is ready.
 """
@@ -15,6 +17,7 @@ from typing import TYPE_CHECKING
 from scheduler_core.actions._common import active_jobs
 from scheduler_core.actions._ordering import PriorityQueue, job_queue, sorted_tasks
 from scheduler_core.framework.interface import Action
+from scheduler_core.framework.isolation import guard
 from scheduler_core.framework.registry import register_action
 from scheduler_core.reasons import FitErrors
 
@@ -32,16 +35,20 @@ class BackfillAction(Action):
         names = ssn.node_table.names
         for job, tasks in self._pending(ssn):
             failed: set[tuple] = set()
-            for task in tasks:
-                if task.sched_key in failed:
-                    continue
-                pred = ssn.predicate(task)
-                row = ssn.best_node(task, pred.ok_mask)
-                if row is None:
-                    failed.add(task.sched_key)
-                    ssn.record_fit_errors(job.uid, task.uid, FitErrors(len(names), pred.counts()))
-                    continue
-                ssn.allocate(task, names[row])
+            # A statement only so that a job whose evaluation fails leaves nothing placed.
+            with guard(ssn, job, self.name) as scope:
+                stmt = scope.statement()
+                for task in tasks:
+                    if task.sched_key in failed:
+                        continue
+                    pred = ssn.predicate(task)
+                    row = ssn.best_node(task, pred.ok_mask)
+                    if row is None:
+                        failed.add(task.sched_key)
+                        ssn.record_fit_errors(job.uid, task.uid, FitErrors(len(names), pred.counts()))
+                        continue
+                    stmt.allocate(task, names[row])
+                stmt.commit()
 
     @staticmethod
     def _pending(ssn: Session) -> list[tuple[JobInfo, list[TaskInfo]]]:

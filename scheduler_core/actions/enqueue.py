@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from scheduler_core.actions._common import active_jobs, code
 from scheduler_core.actions._ordering import KeyedQueue, PriorityQueue, order_queue
 from scheduler_core.framework.interface import Action
+from scheduler_core.framework.isolation import guard
 from scheduler_core.framework.registry import register_action
 from scheduler_core.model import JobPhase
 
@@ -46,11 +47,12 @@ class EnqueueAction(Action):
             if not jobs:
                 continue
             job = jobs.pop()
-            if job.min_resources is None or ssn.job_enqueueable(job):
-                ssn.job_enqueued(job)
-                job.phase = JobPhase.INQUEUE
-            elif not ssn.reason_records.get(job.uid):
-                ssn.record_reason(job.uid, code("NotEnqueued"),
-                                  f"job {job.uid} not enqueued: queue {queue.name} cannot take its "
-                                  "minimum resources", self.name)
+            with guard(ssn, job, self.name):
+                if job.min_resources is None or ssn.job_enqueueable(job):
+                    ssn.job_enqueued(job)
+                    job.phase = JobPhase.INQUEUE
+                elif not ssn.reason_records.get(job.uid):
+                    ssn.record_reason(job.uid, code("NotEnqueued"),
+                                      f"job {job.uid} not enqueued: queue {queue.name} cannot take its "
+                                      "minimum resources", self.name)
             queues.push(queue)

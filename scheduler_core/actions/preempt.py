@@ -36,6 +36,7 @@ from scheduler_core.actions._ordering import PriorityQueue, TaskList, job_queue,
 from scheduler_core.actions.victim_capacity import VictimCapacity
 from scheduler_core.actions.victims import VictimIndex, in_order_of, rows_by_score, victim_order, victims_fit
 from scheduler_core.framework.interface import Action
+from scheduler_core.framework.isolation import GuardScope, guard
 from scheduler_core.framework.registry import register_action
 
 if TYPE_CHECKING:
@@ -84,58 +85,69 @@ class PreemptAction(Action):
         capacity = None if self.vcap.enabled else self.index.capacity([queue.name])
         while preemptors:
             job = preemptors.pop()
-            stmt = ssn.statement()
-            assigned = False
-            pending = tasks[job.uid]
-            while ssn.job_starving(job) and pending:
-                preemptor = pending.pop()
+            with guard(ssn, job, self.name) as scope:
+                if self._job_between(ssn, scope.statement(), queue, job, tasks[job.uid], capacity):
+                    preemptors.push(job)
 
-                def other_job_same_queue(t: TaskInfo, job: JobInfo = job) -> bool:
-                    """Candidate filter: another job of the preemptor's queue."""
-                    return t.job_uid != job.uid and ssn.jobs[t.job_uid].queue == job.queue
+    def _job_between(self, ssn: Session, stmt: Statement, queue: QueueInfo, job: JobInfo,
+                     pending: TaskList, capacity: np.ndarray | None) -> bool:
+        """One turn of a starving job; True when it got something and should go again."""
+        assigned = False
+        while ssn.job_starving(job) and pending:
+            preemptor = pending.pop()
 
-                if self.vcap.enabled:
-                    def fit(t: TaskInfo, q: str = queue.name, j: str = job.uid) -> np.ndarray:
-                        """Rows where the current victims bound could fit t."""
-                        return self.vcap.fit_rows(t, queue=q, without_job=j)
-                else:
-                    def fit(t: TaskInfo, capacity: np.ndarray = capacity) -> np.ndarray:
-                        """Rows where every possible candidate could fit t."""
-                        return self.index.fit_rows(t, capacity)
-                if self._try(ssn, stmt, queue, preemptor, fit, other_job_same_queue, ("between", job.uid)):
-                    assigned = True
-            if ssn.job_pipelined(job):
-                stmt.commit()
-                record_waiting(ssn, self.name, job)
+            def other_job_same_queue(t: TaskInfo, job: JobInfo = job) -> bool:
+                """Candidate filter: another job of the preemptor's queue."""
+                return t.job_uid != job.uid and ssn.jobs[t.job_uid].queue == job.queue
+
+            if self.vcap.enabled:
+                def fit(t: TaskInfo, q: str = queue.name, j: str = job.uid) -> np.ndarray:
+                    """Rows where the current victims bound could fit t."""
+                    return self.vcap.fit_rows(t, queue=q, without_job=j)
             else:
-                stmt.discard()
-                continue
-            if assigned:
-                preemptors.push(job)
+                def fit(t: TaskInfo, capacity: np.ndarray = capacity) -> np.ndarray:
+                    """Rows where every possible candidate could fit t."""
+                    return self.index.fit_rows(t, capacity)
+            if self._try(ssn, stmt, queue, preemptor, fit, other_job_same_queue, ("between", job.uid)):
+                assigned = True
+        if ssn.job_pipelined(job):
+            stmt.commit()
+            record_waiting(ssn, self.name, job)
+        else:
+            stmt.discard()
+            return False
+        return assigned
 
     def _within_jobs(self, ssn: Session, jobs: list[JobInfo]) -> None:
         for job in jobs:
-            capacity = self.index.job_capacity(job.uid)
-            if capacity is None:
-                continue  # no running task of its own to give way
-            for preemptor in sorted_tasks(ssn, _preemptors(job)):
-                stmt = ssn.statement()
-                queue = ssn.queues[job.queue]
+            if job.uid in ssn.quarantined:
+                continue
+            with guard(ssn, job, self.name) as scope:
+                self._within_job(ssn, scope, job)
 
-                def same_job(t: TaskInfo, job: JobInfo = job) -> bool:
-                    """Candidate filter: the preemptor's own job."""
-                    return t.job_uid == job.uid
+    def _within_job(self, ssn: Session, scope: GuardScope, job: JobInfo) -> None:
+        """Higher-priority pending tasks of one job take its lower-priority running ones."""
+        capacity = self.index.job_capacity(job.uid)
+        if capacity is None:
+            return  # no running task of its own to give way
+        for preemptor in sorted_tasks(ssn, _preemptors(job)):
+            stmt = scope.statement()
+            queue = ssn.queues[job.queue]
 
-                def fit(t: TaskInfo, capacity: np.ndarray = capacity) -> np.ndarray:
-                    """Rows where every task of the job could fit t."""
-                    return self.index.fit_rows(t, capacity)
+            def same_job(t: TaskInfo, job: JobInfo = job) -> bool:
+                """Candidate filter: the preemptor's own job."""
+                return t.job_uid == job.uid
 
-                if not self._try(ssn, stmt, queue, preemptor, fit, same_job, ("within", job.uid)):
-                    # Evictions that did not get the preemptor pipelined free nothing it can use.
-                    stmt.discard()
-                    break
-                stmt.commit()
-                record_waiting(ssn, self.name, job)
+            def fit(t: TaskInfo, capacity: np.ndarray = capacity) -> np.ndarray:
+                """Rows where every task of the job could fit t."""
+                return self.index.fit_rows(t, capacity)
+
+            if not self._try(ssn, stmt, queue, preemptor, fit, same_job, ("within", job.uid)):
+                # Evictions that did not get the preemptor pipelined free nothing it can use.
+                stmt.discard()
+                break
+            stmt.commit()
+            record_waiting(ssn, self.name, job)
 
     def _try(self, ssn: Session, stmt: Statement, queue: QueueInfo, preemptor: TaskInfo,
              fit: Callable[[TaskInfo], np.ndarray], keep: Callable[[TaskInfo], bool], mode: tuple) -> bool:

@@ -31,6 +31,7 @@ from scheduler_core.actions._ordering import PriorityQueue, TaskList, job_queue
 from scheduler_core.actions.victim_capacity import VictimCapacity
 from scheduler_core.actions.victims import VictimIndex, in_order_of, victim_order, victims_fit
 from scheduler_core.framework.interface import Action
+from scheduler_core.framework.isolation import guard
 from scheduler_core.framework.registry import register_action
 
 NEVER = "Never"
@@ -74,14 +75,15 @@ class ReclaimAction(Action):
             if not jobs:
                 continue
             job = jobs.pop()
-            if self._reclaim_for_job(ssn, queue, job, tasks[job.uid]):
-                jobs.push(job)
+            with guard(ssn, job, self.name) as scope:
+                if self._reclaim_for_job(ssn, scope.statement(), queue, job, tasks[job.uid]):
+                    jobs.push(job)
             queues.push(queue)
         self.vcap.close()
 
-    def _reclaim_for_job(self, ssn: Session, queue: QueueInfo, job: JobInfo, pending: TaskList) -> bool:
+    def _reclaim_for_job(self, ssn: Session, stmt: Statement, queue: QueueInfo, job: JobInfo,
+                         pending: TaskList) -> bool:
         """Reclaim for the job's pending tasks in one statement; True when something was pipelined."""
-        stmt = ssn.statement()
         assigned = False
         capacity = self._caps.get(queue.name)
         if capacity is None and not self.vcap.enabled:  # fixed for the action: once per queue

@@ -23,6 +23,7 @@ from scheduler_core.framework.interface import (  # noqa: F401  (re-exported for
     PredicateResult,
     ValidateResult,
 )
+from scheduler_core.framework.isolation import JobError
 from scheduler_core.framework.node_table import NodeTable
 from scheduler_core.framework.registry import load_all, plugin_builders
 from scheduler_core.model import ClusterSnapshot, JobInfo, JobPhase, NodeInfo, QueueInfo, TaskInfo, TaskStatus
@@ -58,6 +59,10 @@ class Session(CallbackRegistry):
         self.fit_errors: dict[str, dict[str, Any]] = {}
         self._static_pred: dict[tuple, list[tuple[str, np.ndarray]]] = {}
         self._pred_cache: dict[tuple, PredicateResult] = {}
+        # Jobs set aside (framework.isolation): by the screen before opening, or by a guard.
+        self.quarantined: dict[str, JobError] = dict(snapshot.set_aside)
+        for uid, error in self.quarantined.items():
+            self.result.job_errors[uid] = error.to_json()
         self._opened_at = time.perf_counter()
 
     # -- small lookups -------------------------------------------------------------------------
@@ -73,6 +78,21 @@ class Session(CallbackRegistry):
         if table is not None:
             table.release()
         self.__dict__.clear()
+
+    def quarantine(self, job: JobInfo, error: JobError) -> None:
+        """Set the job aside for the rest of the session: job_valid answers InvalidJob for it, and
+        what it was given earlier in the session (committed rounds) is taken back."""
+        self.quarantined[job.uid] = error
+        self.result.job_errors[job.uid] = error.to_json()
+        for task in [t for t in self.placed.values() if t.job_uid == job.uid]:
+            self._unplace(task, TaskStatus.PENDING, None)
+
+    def job_valid(self, job: JobInfo) -> ValidateResult | None:
+        """InvalidJob for a set-aside job, else the plugins' answer (first failing result)."""
+        error = self.quarantined.get(job.uid)
+        if error is not None:
+            return ValidateResult(False, "InvalidJob", error.reason_message())
+        return super().job_valid(job)
 
     def job_of(self, task: TaskInfo) -> JobInfo:
         """The task's job."""

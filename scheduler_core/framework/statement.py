@@ -36,21 +36,20 @@ class Statement:
 
     def allocate(self, task: TaskInfo, node_name: str) -> None:
         """Tentatively allocate the task on the node (event handlers fire now)."""
-        op = Operation("allocate", task, task.status, task.node_name)
+        # Recorded first: a placement that fails half-way is still undone by discard.
+        self.operations.append(Operation("allocate", task, task.status, task.node_name))
         self.ssn._place(task, node_name, TaskStatus.ALLOCATED)
-        self.operations.append(op)
 
     def pipeline(self, task: TaskInfo, node_name: str) -> None:
         """Tentatively pipeline the task on the node."""
-        op = Operation("pipeline", task, task.status, task.node_name)
+        # Recorded first: a placement that fails half-way is still undone by discard.
+        self.operations.append(Operation("pipeline", task, task.status, task.node_name))
         self.ssn._place(task, node_name, TaskStatus.PIPELINED)
-        self.operations.append(op)
 
     def evict(self, task: TaskInfo, reason: str) -> None:
         """Tentatively evict the task (Releasing); final only on commit."""
-        op = Operation("evict", task, task.status, task.node_name, reason)
+        self.operations.append(Operation("evict", task, task.status, task.node_name, reason))
         self.ssn._evict(task)
-        self.operations.append(op)
 
     def evicted(self) -> list[TaskInfo]:
         """Tasks evicted so far in this statement."""

@@ -58,7 +58,7 @@ def agent_step(*, now: datetime | None = None, period: float | None = None) -> A
             if status != TaskStatus.RUNNING:
                 starting.append(pk)
                 started = now
-            if duration is not None and started + timedelta(seconds=duration) <= now:
+            if duration is not None and _ended(started, duration, now):
                 done.append(pk)
             elif status == TaskStatus.RUNNING:
                 continue  # nothing to do: its job needs no lock
@@ -82,6 +82,15 @@ def agent_step(*, now: datetime | None = None, period: float | None = None) -> A
         skip_locked=True, no_key=True).values_list("id", flat=True))
     step.completed_jobs = _update(Job, complete, Q(), phase=JobPhase.COMPLETED, finished=now, updated=now)
     return step
+
+
+def _ended(started: datetime, duration: float, now: datetime) -> bool:
+    """The task's declared duration has passed; a duration beyond datetime's range (or not a
+    number: stored before the input bounds existed) never ends, rather than failing every step."""
+    try:
+        return started + timedelta(seconds=duration) <= now
+    except (OverflowError, ValueError):
+        return False
 
 
 def _update(model: type[Task] | type[Job], ids: list[int], condition: Q, **fields: object) -> int:

@@ -20,8 +20,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from scheduler_core.framework.conf import DEFAULT_CONF, SchedulerConf, parse_conf
+from scheduler_core.model import ClusterSnapshot
 from scheduler_core.result import FIGURE_NAMES, SessionResult
-from scheduler_core.scheduler import gc_paused, run_session
+from scheduler_core.scheduler import gc_paused, run_session_isolated
 from schedweb.core.models import TERMINAL_JOB_PHASES, SchedulerConfig, TaskStatus
 from schedweb.scheduling import writes
 from schedweb.scheduling.adapter import LoadedState, figures_json, load_state
@@ -92,10 +93,21 @@ def cycle_run(*, now: datetime | None = None) -> CycleRun:
 def _run_locked(started: datetime, t0: float) -> CycleRun:
     version, conf = active_conf()
     conf, rescheduling_due = with_rescheduling_last_run(conf, started.timestamp())
-    state = load_state(started)
-    t1 = time.perf_counter()
-    result = run_session(state.snapshot, conf)
+    loaded: list[LoadedState] = []
+    load_time = [0.0]
+
+    def build() -> ClusterSnapshot:
+        # Called again (a fresh read) only when a job's failure could not be undone in-session.
+        began = time.perf_counter()
+        loaded.append(load_state(started))
+        load_time[0] += time.perf_counter() - began
+        return loaded[-1].snapshot
+
+    _, result = run_session_isolated(build, conf)
+    state = loaded[-1]
     t2 = time.perf_counter()
+    t1 = t0 + load_time[0]
+    report_job_errors(result)
     task_changes, task_jobs = _task_changes(state, result)
     job_changes, code_changed, same_code = _job_changes(state, result, started)
     # Every job this cycle writes, before any task row (see writes.lock_jobs: no deadlock with a cancel).
@@ -109,7 +121,7 @@ def _run_locked(started: datetime, t0: float) -> CycleRun:
         started=started, config_version=version, load_seconds=t1 - t0, schedule_seconds=t2 - t1,
         binds=binds, pipelined=pipelined, evictions=evictions, pending_jobs=len(result.reasons),
         conflicts=conflicts, warnings=state.warnings + list(result.warnings),
-        rescheduling_ran=rescheduling_due)
+        rescheduling_ran=rescheduling_due, job_errors=len(result.job_errors))
     writes.insert_samples(_samples(run, result, started), previous)
     t3 = time.perf_counter()
     run.write_seconds, run.duration_seconds = t3 - t2, t3 - t0
@@ -118,6 +130,21 @@ def _run_locked(started: datetime, t0: float) -> CycleRun:
     if run.pk % PRUNE_EVERY == 0:
         prune_history(started)
     return run
+
+
+_reported: dict[str, str] = {}  # job uid -> the error last logged for it (this process)
+
+
+def report_job_errors(result: SessionResult) -> None:
+    """Log each set-aside job once (again only when its error changes), not every cycle."""
+    global _reported
+    current = {}
+    for uid, error in sorted(result.job_errors.items()):
+        text = f"{error.get('where')}: {error.get('field') or error.get('error')}: {error.get('message')}"
+        current[uid] = text
+        if _reported.get(uid) != text:
+            logger.error("job %s set aside (InvalidJob) in the scheduling cycle: %s", uid, text)
+    _reported = current
 
 
 def prune_history(now: datetime) -> int:

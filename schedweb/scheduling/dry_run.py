@@ -13,7 +13,7 @@ from typing import Any
 from django.utils import timezone
 
 from scheduler_core.framework.conf import SchedulerConf, parse_conf
-from scheduler_core.scheduler import run_session
+from scheduler_core.scheduler import run_session_isolated
 from schedweb.scheduling.adapter import load_state
 from schedweb.scheduling.cycle import active_conf, with_rescheduling_last_run
 from schedweb.scheduling.selectors import latest_samples
@@ -33,8 +33,9 @@ def dry_run(*, yaml: str | None = None) -> dict[str, Any]:
         version, conf = None, parse_conf(yaml)
     now = timezone.now()
     conf, _ = with_rescheduling_last_run(conf, now.timestamp())
-    state = load_state(now)
-    result = run_session(state.snapshot, conf)
+    loaded = []
+    _, result = run_session_isolated(lambda: loaded.append(load_state(now)) or loaded[-1].snapshot, conf)
+    state = loaded[-1]
     out = result.to_json()
     out["config_version"] = version
     out["job_phase_changes"] = {

@@ -26,6 +26,7 @@ QUEUE_RESOURCE_GAUGES = [(f"volcano_queue_{figure}_{unit}", figure, key,
                           f"{figure.replace('_', ' ').capitalize()} {label} of the queue")
                          for figure in QUEUE_FIGURES for unit, key, label in UNITS]
 QUEUE = ["queue_name"]
+JOBS_SET_ASIDE_HELP = "Jobs set aside (InvalidJob) in the last cycle because their data or evaluation failed"
 
 
 def _queue_families(samples: list[tuple]) -> Iterator[Metric]:
@@ -57,11 +58,13 @@ class SchedulerCollector(Collector):
         yield GaugeMetricFamily("schedweb_last_cycle_age_seconds", "Seconds since the last cycle started")
         yield CounterMetricFamily("schedweb_cycles", "Cycles by outcome", labels=["outcome"])
         yield CounterMetricFamily("schedweb_cycle_conflicts", "Decisions dropped for concurrent changes")
+        yield GaugeMetricFamily("schedweb_jobs_set_aside", JOBS_SET_ASIDE_HELP)
+        yield CounterMetricFamily("schedweb_agent_failures", "Simulated agent steps that failed")
 
     def collect(self) -> Iterator[Metric]:
         """Read the latest samples and the cycle history (a handful of aggregate queries)."""
         last = (CycleRun.objects.filter(skipped=False, errors="").order_by("-id")
-                .values_list("id", "started").first())
+                .values_list("id", "started", "job_errors").first())
         samples = list(QueueSample.objects.filter(cycle_id=last[0]).values_list(
             "queue", "share", "weight", "overused", *QUEUE_FIGURES)) if last else []
         yield from _queue_families(samples)
@@ -90,13 +93,17 @@ class SchedulerCollector(Collector):
         outcomes = CycleRun.objects.aggregate(
             n_ok=Count("id", filter=Q(skipped=False, errors="")),
             n_skipped=Count("id", filter=Q(skipped=True)),
-            n_failed=Count("id", filter=Q(skipped=False) & ~Q(errors="")), n_conflicts=_sum("conflicts"))
+            n_failed=Count("id", filter=Q(skipped=False) & ~Q(errors="")), n_conflicts=_sum("conflicts"),
+            n_agent_failed=Count("id", filter=~Q(agent_error="")))
         cycles = CounterMetricFamily("schedweb_cycles", "Cycles by outcome", labels=["outcome"])
         for outcome in ("ok", "skipped", "failed"):
             cycles.add_metric([outcome], outcomes[f"n_{outcome}"])
         yield cycles
         yield CounterMetricFamily("schedweb_cycle_conflicts", "Decisions dropped for concurrent changes",
                                   value=outcomes["n_conflicts"] or 0)
+        yield GaugeMetricFamily("schedweb_jobs_set_aside", JOBS_SET_ASIDE_HELP, value=last[2] if last else 0)
+        yield CounterMetricFamily("schedweb_agent_failures", "Simulated agent steps that failed",
+                                  value=outcomes["n_agent_failed"])
 
 
 def _sum(field: str):  # noqa: ANN202 - a Django aggregate expression

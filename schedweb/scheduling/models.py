@@ -25,6 +25,10 @@ class CycleRun(models.Model):
     warnings = models.JSONField(default=list, blank=True)
     # The rescheduling plugin was due in this cycle: its `lastRun` is the latest such cycle.
     rescheduling_ran = models.BooleanField(default=False)
+    # Jobs set aside in this cycle because their data or evaluation failed (InvalidJob).
+    job_errors = models.PositiveIntegerField(default=0)
+    # The simulated agent's step after this cycle failed (its error), "" when it ran or is off.
+    agent_error = models.TextField(blank=True, default="")
 
     class Meta:
         ordering = ["-started", "-id"]

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import logging
+
 from celery import shared_task
 from django.conf import settings
 
 from schedweb.scheduling.agent import agent_step
 from schedweb.scheduling.cycle import cycle_run
+from schedweb.scheduling.models import CycleRun
+
+logger = logging.getLogger(__name__)
 
 
 def cycle_and_agent() -> dict:
@@ -15,7 +20,14 @@ def cycle_and_agent() -> dict:
     out = {"cycle": run.pk, "skipped": run.skipped, "binds": run.binds, "evictions": run.evictions,
            "conflicts": run.conflicts, "errors": run.errors}
     if settings.SIMULATED_AGENT and not run.skipped:
-        step = agent_step()
+        try:
+            step = agent_step()
+        except Exception as exc:  # recorded on the cycle (health counts them); the loop goes on
+            logger.exception("simulated agent step failed")
+            error = f"{type(exc).__name__}: {exc}"[:2000]
+            CycleRun.objects.filter(pk=run.pk).update(agent_error=error)
+            out["agent_error"] = error
+            return out
         out["agent"] = {"started": step.started, "succeeded": step.succeeded, "released": step.released,
                         "completed_jobs": step.completed_jobs}
     return out

@@ -166,7 +166,7 @@ def test_session_result_to_json_shape():
                          "share": 0.0333}},
         "reasons": {"a/j": {"code": "QueueOverCapability", "message": "queue q resource quota insufficient",
                             "details": {}}},
-        "warnings": ["w1"], "timing": {"session_s": 0.004},
+        "warnings": ["w1"], "job_errors": {}, "timing": {"session_s": 0.004},
     }
 
 

@@ -78,14 +78,14 @@ def test_fifty_concurrent_cycles_never_overcommit_or_double_bind():
 def test_cancel_during_cycle_keeps_the_cancel(monkeypatch):
     make_cluster(nodes=1)
     job = submit("a", tasks=2)
-    real = cycle.run_session
+    real = cycle.run_session_isolated
 
-    def cancel_while_scheduling(snapshot, conf):
-        result = real(snapshot, conf)
+    def cancel_while_scheduling(build, conf):
+        result = real(build, conf)
         _in_thread(lambda: job_cancel(job=Job.objects.get(pk=job.pk)))
         return result
 
-    monkeypatch.setattr(cycle, "run_session", cancel_while_scheduling)
+    monkeypatch.setattr(cycle, "run_session_isolated", cancel_while_scheduling)
     run = cycle_run()
     assert (run.binds, run.conflicts) == (0, 3)  # 2 binds and the job's phase/reason update
     assert Job.objects.get(pk=job.pk).phase == "Cancelled"
@@ -95,14 +95,14 @@ def test_cancel_during_cycle_keeps_the_cancel(monkeypatch):
 def test_job_deleted_during_cycle_is_not_bound(monkeypatch):
     make_cluster(nodes=1)
     job = submit("a", tasks=2)
-    real = cycle.run_session
+    real = cycle.run_session_isolated
 
-    def delete_while_scheduling(snapshot, conf):
-        result = real(snapshot, conf)
+    def delete_while_scheduling(build, conf):
+        result = real(build, conf)
         _in_thread(lambda: Job.objects.filter(pk=job.pk).delete())
         return result
 
-    monkeypatch.setattr(cycle, "run_session", delete_while_scheduling)
+    monkeypatch.setattr(cycle, "run_session_isolated", delete_while_scheduling)
     run = cycle_run()
     assert (run.binds, run.conflicts, run.errors) == (0, 3, "")
     assert not Task.objects.exists()
@@ -111,14 +111,14 @@ def test_job_deleted_during_cycle_is_not_bound(monkeypatch):
 def test_node_removed_during_cycle_is_not_bound(monkeypatch):
     make_cluster(nodes=1)
     submit("a", tasks=1)
-    real = cycle.run_session
+    real = cycle.run_session_isolated
 
-    def delete_node_while_scheduling(snapshot, conf):
-        result = real(snapshot, conf)
+    def delete_node_while_scheduling(build, conf):
+        result = real(build, conf)
         _in_thread(lambda: services.node_delete(node=Node.objects.get(name="n0")))
         return result
 
-    monkeypatch.setattr(cycle, "run_session", delete_node_while_scheduling)
+    monkeypatch.setattr(cycle, "run_session_isolated", delete_node_while_scheduling)
     run = cycle_run()
     assert (run.binds, run.conflicts, run.errors) == (0, 1, "")
     assert statuses("a") == {"a-0": ("Pending", None)}

@@ -1,0 +1,174 @@
+"""Job isolation: one job's bad data or failing evaluation never stops the session for the others.
+
+Two layers, both ending in the same place (`InvalidJob` for that job, the session goes on):
+- `screen(snapshot)`, before the session opens: every unfinished task is checked against the
+  Kubernetes shapes (`scheduler_core.shapes`). A job with a malformed task is *set aside*: its
+  waiting tasks leave the snapshot, so no plugin or action ever evaluates them; its tasks that
+  already hold a node keep their resources (they are really there) but lose the malformed
+  constraints, which would otherwise be read while placing everybody else (pod anti-affinity).
+- `guard(ssn, job, where)`, around an action's work on one job: an exception sets the job aside
+  for the rest of the session, the statements opened in the guard are discarded, and the action
+  goes on with the next job. When even the discard fails the session state can no longer be
+  trusted: `SessionJobError` escapes, and `scheduler.run_session_isolated` runs the session again
+  on a fresh snapshot with that job set aside from the start.
+Every set-aside job is listed in `result.job_errors` (uid -> JobError.to_json()).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from scheduler_core.model import OCCUPYING_STATUSES, TaskStatus
+
+if TYPE_CHECKING:
+    from scheduler_core.framework.session import Session
+    from scheduler_core.framework.statement import Statement
+    from scheduler_core.model import ClusterSnapshot, JobInfo, TaskInfo
+
+MAX_MESSAGE = 300  # characters of an exception's text kept in a reason (it may echo user data)
+
+
+@dataclass(frozen=True, slots=True)
+class JobError:
+    """Why a job was set aside: where (screen, an action, a plugin), the field path when known."""
+
+    where: str
+    error: str  # exception type name, or "ShapeError"
+    message: str
+    field: str = ""
+
+    def reason_message(self) -> str:
+        """The one-line InvalidJob message shown to users."""
+        if self.field:
+            return f"job is invalid: {self.field}: {self.message}"
+        return f"job could not be evaluated ({self.where}): {self.error}: {self.message}"
+
+    def to_json(self) -> dict[str, str]:
+        """JSON form (result.job_errors, reason details)."""
+        return {"where": self.where, "error": self.error, "message": self.message, "field": self.field}
+
+
+class SessionJobError(RuntimeError):
+    """A job's failure left the session in a state that cannot be undone; rerun without the job."""
+
+    def __init__(self, job_uid: str, error: JobError) -> None:
+        super().__init__(f"job {job_uid}: {error.reason_message()}")
+        self.job_uid = job_uid
+        self.error = error
+
+
+def error_of(exc: BaseException, where: str) -> JobError:
+    """A JobError from an exception (a ShapeError keeps its field path)."""
+    path = getattr(exc, "path", "")
+    message = getattr(exc, "message", None) if path else None
+    text = str(message if message is not None else exc)
+    text = text.encode("utf-8", "replace").decode("utf-8")  # never fails to render
+    if len(text) > MAX_MESSAGE:
+        text = text[:MAX_MESSAGE] + "..."
+    return JobError(where=where, error=type(exc).__name__, message=text, field=str(path or ""))
+
+
+# -- layer 1: the screen ---------------------------------------------------------------------------
+def _task_problem(task: TaskInfo) -> JobError | None:
+    from scheduler_core.shapes import task_shape_problem
+
+    try:
+        problem = task_shape_problem(task)
+        if problem is None:
+            task.sched_key  # noqa: B018 - the key must be computable (deep nesting fails here)
+    except Exception as exc:  # the checker itself must not stop the session
+        return error_of(exc, "screen")
+    return error_of(problem, "screen") if problem is not None else None
+
+
+def _spec_id(task: TaskInfo) -> tuple[int, ...]:
+    # Loaders share decoded spec objects between identical tasks: check each combination once.
+    return (id(task.affinity), id(task.tolerations), id(task.node_selector), id(task.labels),
+            id(task.topology_spread_constraints), id(task.resreq.scalars) if task.resreq.scalars else 0)
+
+
+def screen(snapshot: ClusterSnapshot) -> dict[str, JobError]:
+    """Set aside every job with a malformed unfinished task; returns what was set aside now."""
+    found: dict[str, JobError] = {}
+    checked: dict[tuple[int, ...], JobError | None] = {}
+    for uid, job in snapshot.jobs.items():
+        if uid in snapshot.set_aside:
+            continue
+        for task in job.tasks.values():
+            if task.status in (TaskStatus.SUCCEEDED, TaskStatus.FAILED):
+                continue
+            key = _spec_id(task)
+            if key in checked:
+                problem = checked[key]
+            else:
+                problem = checked[key] = _task_problem(task)
+            if problem is not None:
+                found[uid] = problem
+                break
+    for uid, problem in found.items():
+        set_aside(snapshot, uid, problem)
+    return found
+
+
+def set_aside(snapshot: ClusterSnapshot, job_uid: str, error: JobError) -> None:
+    """Take a job out of the session: waiting tasks removed, held nodes kept without constraints."""
+    snapshot.set_aside[job_uid] = error
+    job = snapshot.jobs.get(job_uid)
+    if job is None:
+        return
+    for task in list(job.tasks.values()):
+        if task.status in OCCUPYING_STATUSES:
+            _neutralise(task)
+        elif task.status not in (TaskStatus.SUCCEEDED, TaskStatus.FAILED):
+            node = snapshot.nodes.get(task.node_name) if task.node_name else None
+            if node is not None:
+                node.remove_task(task)
+            job.delete_task(task)
+
+
+def _neutralise(task: TaskInfo) -> None:
+    task.affinity, task.tolerations, task.node_selector = None, [], {}
+    task.topology_spread_constraints, task.labels = [], {}
+    task._key = None
+
+
+# -- layer 2: the guard ----------------------------------------------------------------------------
+class GuardScope:
+    """What a guarded block opened: its statements are discarded when the block fails."""
+
+    __slots__ = ("ssn", "statements")
+
+    def __init__(self, ssn: Session) -> None:
+        self.ssn = ssn
+        self.statements: list[Statement] = []
+
+    def statement(self) -> Statement:
+        """A new Statement of the session, discarded if the guarded block raises."""
+        stmt = self.ssn.statement()
+        self.statements.append(stmt)
+        return stmt
+
+
+@contextmanager
+def guard(ssn: Session, job: JobInfo, where: str,
+          on_failure: Callable[[], Any] | None = None) -> Iterator[GuardScope]:
+    """Run one job's work; on an exception set the job aside and undo what its statements did.
+
+    `on_failure` runs after the undo (an action's caches that must forget the undone work).
+    """
+    scope = GuardScope(ssn)
+    try:
+        yield scope
+    except Exception as exc:
+        error = error_of(exc, where)
+        try:
+            for stmt in reversed(scope.statements):
+                stmt.discard()
+        except Exception as undo_exc:
+            raise SessionJobError(job.uid, error) from undo_exc
+        ssn.quarantine(job, error)
+        if on_failure is not None:
+            on_failure()
