@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import importlib.util
 
-# `celery -A schedweb` finds the app here once schedweb/celery.py (scheduling helper) exists;
-# guarded so the project imports before that module lands.
-if importlib.util.find_spec("schedweb.celery") is not None:  # pragma: no branch
+# `celery -A schedweb` finds the app here. The schedctl command line also lives in this package
+# and is installed on laptops with only PyYAML: there celery is absent and must not be imported.
+if importlib.util.find_spec("celery") is not None:  # pragma: no branch
     from schedweb.celery import app as celery_app  # noqa: F401
 
     __all__ = ["celery_app"]

@@ -1,0 +1,127 @@
+"""`schedctl why JOB`: the job's reason, its queue chain with headroom, node failures, estimated start."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping
+from typing import Any
+
+from schedweb.cli import render
+from schedweb.cli.client import ApiClient
+from schedweb.cli.jobs import TASK_STATUSES, job_uid, resolve_job
+from schedweb.cli.queues import load_tree
+
+CHAIN_HEADERS = ("QUEUE", "DESERVED", "ALLOCATED", "HEADROOM")
+FAILURE_HEADERS = ("NODES", "REASON")
+# Fields of the estimated start (issue 20); shown only when the server sends them.
+ESTIMATE_KEYS = ("estimated_start", "estimate_basis")
+
+
+def headroom(deserved: Mapping[str, Any] | None, allocated: Mapping[str, Any] | None) -> dict | None:
+    """deserved - allocated per resource of `deserved`, never below zero (None when unknown)."""
+    if deserved is None:
+        return None
+    used = allocated or {}
+    return {k: max(float(v) - float(used.get(k, 0) or 0), 0.0) if _is_num(v) else v
+            for k, v in deserved.items()}
+
+
+def _is_num(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _clean(amounts: dict | None) -> dict | None:
+    """Whole floats back to ints, so JSON shows 4 rather than 4.0."""
+    if amounts is None:
+        return None
+    return {k: int(v) if isinstance(v, float) and v.is_integer() else v for k, v in amounts.items()}
+
+
+def queue_chain(job: dict, paths: dict[str, list[dict]] | None) -> tuple[list[dict], str]:
+    """Levels `{queue, deserved, allocated, headroom}` and where they come from.
+
+    The chain the scheduler recorded with the reason (`reason_details.queue_chain`) when there is
+    one, else the queue tree's newest figures from the top-level queue down to the job's queue.
+    """
+    recorded = (job.get("reason_details") or {}).get("queue_chain")
+    if isinstance(recorded, list) and recorded:
+        return [dict(level) for level in recorded if isinstance(level, dict)], "reason"
+    levels = []
+    for node in (paths or {}).get(str(job.get("queue")), []):
+        fig = node.get("figures") or {}
+        levels.append({"queue": node.get("name"), "deserved": fig.get("deserved"),
+                       "allocated": fig.get("allocated"),
+                       "headroom": _clean(headroom(fig.get("deserved"), fig.get("allocated")))})
+    return levels, "tree"
+
+
+def explain(job: dict, paths: dict[str, list[dict]] | None) -> dict[str, Any]:
+    """Everything `why` shows, as one JSON-friendly object (what `-o json|yaml` prints)."""
+    reason = job.get("reason")
+    details = job.get("reason_details") or {}
+    chain, source = queue_chain(job, paths)
+    statuses = [t.get("status") for t in job.get("tasks") or []]
+    out: dict[str, Any] = {
+        "job": job_uid(job), "id": job.get("id"), "queue": job.get("queue"), "phase": job.get("phase"),
+        "min_member": job.get("min_member"),
+        "tasks": {s: statuses.count(s) for s in [*TASK_STATUSES, *sorted(set(statuses) - set(TASK_STATUSES))]
+                  if statuses.count(s)},
+        "reason": reason, "queue_chain": chain, "queue_chain_source": source,
+        "node_failures": details.get("node_failures") or {},
+    }
+    for key in ESTIMATE_KEYS:
+        for holder in (job, details):
+            if key in holder:
+                out[key] = holder[key]
+                break
+    return out
+
+
+def why_text(info: dict[str, Any]) -> str:
+    """The explanation as `Key: value` lines, then the queue chain and node failure tables."""
+    reason = info.get("reason") or {}
+    tasks = ", ".join(f"{n} {s}" for s, n in info["tasks"].items()) or "none"
+    rows = [("Job", f"{info['job']} (id {info['id']})"), ("Queue", info.get("queue")),
+            ("Phase", info.get("phase")), ("Tasks", f"{tasks}; min member {info.get('min_member')}")]
+    if reason:
+        rows += [("Reason", reason.get("code")), ("Message", reason.get("message")),
+                 ("Since", reason.get("since"))]
+    else:
+        rows.append(("Reason", "none: the job is not waiting for the scheduler"))
+    if "estimated_start" in info:
+        basis = info.get("estimate_basis")
+        rows.append(("Estimated start", render.cell_text(info["estimated_start"] or "unknown")
+                     + (f" ({basis})" if basis else "")))
+    width = max(len(k) for k, _ in rows) + 3  # the colon, then at least two spaces
+    parts = ["\n".join(f"{k + ':':<{width}}{render.cell_text(v)}" for k, v in rows)]
+    if info["queue_chain"]:
+        title = ("Queue chain (as the scheduler checked it):" if info["queue_chain_source"] == "reason"
+                 else "Queue chain (top level to the job's queue, newest cycle):")
+        parts.append(title + "\n" + render.table(CHAIN_HEADERS, [
+            [level.get("queue"), render.resources(level.get("deserved")),
+             render.resources(level.get("allocated")), render.resources(level.get("headroom"))]
+            for level in info["queue_chain"]]))
+    failures = info.get("node_failures") or {}
+    if failures:
+        ordered = sorted(failures.items(), key=lambda kv: (-int(kv[1]), str(kv[0])))
+        parts.append("Node failures (nodes that failed one task, by reason):\n"
+                     + render.table(FAILURE_HEADERS, [[n, r] for r, n in ordered]))
+    return "\n\n".join(parts)
+
+
+def cmd_why(client: ApiClient, args: argparse.Namespace) -> None:
+    """`why JOB`: why the job waits (or that it does not)."""
+    job = resolve_job(client, args.job)
+    recorded = (job.get("reason_details") or {}).get("queue_chain")
+    paths = None if recorded else load_tree(client)
+    render.emit(explain(job, paths), args.output, why_text)
+
+
+def add_parsers(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    """`why JOB`."""
+    p = sub.add_parser("why", parents=[common], help="why a job waits",
+                       description="Why a job waits: its reason code and message, the queue chain with "
+                                   "the headroom at each level, node failures, and the estimated start "
+                                   "when the server offers one.")
+    p.add_argument("job", metavar="JOB", help="job id or namespace/name")
+    p.set_defaults(func=cmd_why)
