@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from scheduler_core.node_scores import DEFAULT_TOP, expected_top, recording_scores, score_lines
 from scheduler_core.scenario import Scenario, ScenarioError, load_scenario, run_scenario
 from scheduler_core.scenario_check import check_expect
 
@@ -45,6 +46,16 @@ def format_resources(res: dict[str, float] | None) -> str:
     return ", ".join(f"{dim} {format_quantity(dim, v)}" for dim, v in res.items())
 
 
+def reason_rows(reasons: dict[str, Any]) -> list[str]:
+    """One line per job: jobs that can never run (NeverFits, with its kind) first, then by uid."""
+    rows = []
+    for job, r in sorted(reasons.items(), key=lambda kv: (kv[1].get("code") != "NeverFits", kv[0])):
+        kind = (r.get("details") or {}).get("kind") if r.get("code") == "NeverFits" else None
+        code = f"{r.get('code')}: {kind}" if kind else r.get("code")
+        rows.append(f"{job}: [{code}] {r.get('message')}")
+    return rows
+
+
 def summary(scenario: Scenario, out: dict[str, Any], phases_before: dict[str, str]) -> str:
     """The human-readable report of one session."""
     snap = scenario.snapshot
@@ -70,16 +81,20 @@ def summary(scenario: Scenario, out: dict[str, Any], phases_before: dict[str, st
                           f"; deserved {format_resources(q.get('deserved'))}"
                           f"; real capability {format_resources(q.get('real_capability'))}")
     section("Queues", queue_rows)
-    section("Reasons", [f"{j}: [{r.get('code')}] {r.get('message')}"
-                        for j, r in out.get("reasons", {}).items()])
+    section("Reasons", reason_rows(out.get("reasons", {})))
     section("Warnings", list(out.get("warnings", [])))
     timing = out.get("timing", {})
     lines.append("Timing: " + ", ".join(f"{k.removesuffix('_s')} {v:.4f}s" for k, v in timing.items()))
     return "\n".join(lines)
 
 
-def simulate(path: str, mode: str, stdout: TextIO, stderr: TextIO) -> int:
-    """Load, run and report one scenario; returns the exit code."""
+def simulate(path: str, mode: str, stdout: TextIO, stderr: TextIO, with_forecast: bool = False,
+             scores: int = 0) -> int:
+    """Load, run and report one scenario; returns the exit code. `with_forecast` adds each waiting
+    job's estimated start (scheduler_core.forecast; also when --check expects a forecast).
+    `scores` > 0: the summary adds each tried task's top `scores` nodes with their per-plugin
+    scores (scheduler_core.node_scores); --json always records the top 10, --check when the
+    expect: block has node_scores."""
     try:
         if path == "-":
             scenario = load_scenario(sys.stdin.read(), filename="<stdin>")
@@ -92,9 +107,17 @@ def simulate(path: str, mode: str, stdout: TextIO, stderr: TextIO) -> int:
         print(f"{scenario.source}: no expect: block, nothing to check", file=stdout)
         return EXIT_OK
     phases_before = {uid: job.phase.value for uid, job in scenario.snapshot.jobs.items()}
+    fc = None
     try:
-        result = run_scenario(scenario)
+        if with_forecast or (mode == "check" and scenario.expect is not None and scenario.expect.forecast):
+            from scheduler_core.forecast import forecast
+
+            fc = forecast(scenario.snapshot, scenario.conf)  # on a copy: the session runs next
+        with recording_scores(_scores_to_record(mode, scenario, scores)):
+            result = run_scenario(scenario)
         out = result.to_json()
+        if fc is not None:
+            out["forecast"] = fc.to_json()
     except Exception:  # the scheduler's own failure, not the file's: show where it happened
         print(f"{scenario.source}: scheduler error", file=stderr)
         traceback.print_exc(file=stderr)
@@ -113,7 +136,34 @@ def simulate(path: str, mode: str, stdout: TextIO, stderr: TextIO) -> int:
         print(f"{scenario.source}: ok ({count} checks)", file=stdout)
         return EXIT_OK
     print(summary(scenario, out, phases_before), file=stdout)
+    if scores and "node_scores" in out:
+        print("\n".join(score_lines(out["node_scores"], SUMMARY_ROWS)), file=stdout)
+    if fc is not None:
+        from scheduler_core.forecast.types import summary_lines
+
+        print("\n".join(summary_lines(fc, SUMMARY_ROWS)), file=stdout)
     return EXIT_OK
+
+
+def _scores_to_record(mode: str, scenario: Scenario, scores: int) -> int:
+    """Top nodes to record per try: 10 for --json, what --check's expectations need, else --scores."""
+    if mode == "json":
+        return max(DEFAULT_TOP, scores)
+    if mode == "check":
+        wanted = scenario.expect.node_scores if scenario.expect is not None else None
+        return expected_top(wanted) if wanted else 0
+    return scores
+
+
+def _positive(text: str) -> int:
+    """argparse type: a whole number >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -130,6 +180,11 @@ def build_parser() -> argparse.ArgumentParser:
                       help="print the session result as JSON")
     mode.add_argument("--check", dest="mode", action="store_const", const="check",
                       help="compare with the file's expect: block; exit 1 on any mismatch")
+    sim.add_argument("--forecast", action="store_true",
+                     help="also estimate when each waiting job starts (running jobs end as declared)")
+    sim.add_argument("--scores", nargs="?", type=_positive, const=DEFAULT_TOP, default=0, metavar="N",
+                     help="also print, per task tried, its best N nodes (default 10) with each "
+                          "node-order plugin's score (--json always includes node_scores)")
     return parser
 
 
@@ -137,7 +192,8 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None,
          stderr: TextIO | None = None) -> int:
     """Entry point; returns the exit code (argparse errors exit 2 by themselves)."""
     args = build_parser().parse_args(argv)
-    return simulate(args.file, args.mode or "summary", stdout or sys.stdout, stderr or sys.stderr)
+    return simulate(args.file, args.mode or "summary", stdout or sys.stdout, stderr or sys.stderr,
+                    with_forecast=args.forecast, scores=args.scores)
 
 
 if __name__ == "__main__":

@@ -96,8 +96,14 @@ class TaskInfo:
     duration: float | None = None
     topology_spread_constraints: list[dict] = field(default_factory=list)
     nominated_node: str | None = None
+    # When the task started running (unix seconds; None = not started or not known). With
+    # `duration` it gives the task's expected end (scheduler_core.forecast).
+    started: float | None = None
     _key: tuple | None = field(default=None, repr=False)
     _best_effort: bool | None = field(default=None, repr=False)
+    # framework.isolation.screen found this task well-formed: a snapshot kept between cycles
+    # re-checks only tasks that are new or changed (a changed row is a new TaskInfo).
+    _screened: bool = field(default=False, repr=False)
 
     @property
     def best_effort(self) -> bool:
@@ -189,6 +195,14 @@ class JobInfo:
         """Remove a task and its contribution to the sums."""
         if self.tasks.pop(task.uid, None) is not None:
             self._unindex(task)
+
+    def replace_task(self, old: TaskInfo, new: TaskInfo) -> None:
+        """Swap a task for a newer version of itself (same uid), keeping its place in `tasks`
+        (incremental loaders; `old` may already be gone from the job)."""
+        if self.tasks.get(old.uid) is old:
+            self._unindex(old)
+        self.tasks[new.uid] = new
+        self._index(new)
 
     def update_task_status(self, task: TaskInfo, status: TaskStatus) -> None:
         """Move a task to another status, keeping the index and sums exact."""

@@ -3,10 +3,17 @@
 Actions and plugins record candidates while the session runs (`ssn.record_reason(job_uid, code,
 message, plugin, details)` into `ssn.reason_records`, `ssn.record_fit_errors(job_uid, task_uid,
 FitErrors)` into `ssn.fit_errors`); `build_reasons(ssn)` picks the most specific one per job:
-InvalidJob, QueueClosed, NotEnqueued, QueueOverCapability, QueueOverDeserved,
-GangUnschedulable / NodeFit, WaitingForPreemption, else Unknown. Wording follows Volcano.
+InvalidJob, NeverFits (computed here, never_fits.py), QueueClosed, NotEnqueued,
+QueueOverCapability, QueueOverDeserved, GangUnschedulable / NodeFit, WaitingForPreemption, else
+Unknown. Wording follows Volcano.
 Exception: a job with pipelined tasks and a WaitingForPreemption record (preempt/reclaim evicted
 victims for it) gets WaitingForPreemption over a quota refusal recorded before the evictions.
+
+One source of truth: a queue refusal's record carries *what* was refused (`details["refusal"]`,
+reason_figures.refusal); its message and details are rendered here, at close, from the
+committed queue figures of the session (`ssn.result.queues`), never from the figures the
+recorder saw mid-statement. A refusal that no longer holds at close is skipped. Amounts in
+details are output units rounded to what the unit needs (reason_figures.output_amount).
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ GIB = 2**30
 class ReasonCode(StrEnum):
     """Reason codes of scheduling-semantics.md section 7 (value = name)."""
 
+    NeverFits = "NeverFits"
     QueueClosed = "QueueClosed"
     InvalidJob = "InvalidJob"
     NotEnqueued = "NotEnqueued"
@@ -41,8 +49,13 @@ class ReasonCode(StrEnum):
 
 
 # Most specific first; GangUnschedulable and NodeFit share a rank (built from the job's state).
-PRECEDENCE = (ReasonCode.InvalidJob, ReasonCode.QueueClosed, ReasonCode.NotEnqueued,
+# NeverFits is computed, never recorded: it comes right after InvalidJob (never_fits.py).
+PRECEDENCE = (ReasonCode.InvalidJob, ReasonCode.NeverFits, ReasonCode.QueueClosed, ReasonCode.NotEnqueued,
               ReasonCode.QueueOverCapability, ReasonCode.QueueOverDeserved)
+RECORDED = (ReasonCode.QueueClosed, ReasonCode.NotEnqueued, ReasonCode.QueueOverCapability,
+            ReasonCode.QueueOverDeserved)
+# Record details that are the recorder's own view mid-session: rendered again at close.
+RENDERED_KEYS = frozenset({"refusal", "queue_chain", "limit", "failed_queue"})
 # Quota refusals give way to WaitingForPreemption once preempt/reclaim pipelined the job's tasks.
 QUOTA_CODES = frozenset({ReasonCode.QueueOverCapability, ReasonCode.QueueOverDeserved})
 
@@ -152,32 +165,38 @@ def _fit_of(ssn: Session, job: JobInfo, unbound: list[str]) -> tuple[int, dict[s
     return None
 
 
-def _details(records: list[dict[str, Any]], chosen: dict[str, Any] | None,
-             fit: tuple[int, dict[str, int]] | None) -> dict[str, Any]:
-    details: dict[str, Any] = dict(chosen["details"]) if chosen and chosen.get("details") else {}
-    if "queue_chain" not in details:
-        chain = next((r["details"]["queue_chain"] for r in records
-                      if (r.get("details") or {}).get("queue_chain")), None)
-        if chain:
-            details["queue_chain"] = chain
+def _details(chosen: dict[str, Any] | None, fit: tuple[int, dict[str, int]] | None) -> dict[str, Any]:
+    # The chosen record's own details, less what the recorder measured mid-session.
+    details: dict[str, Any] = {}
+    if chosen and chosen.get("details"):
+        details = {k: v for k, v in chosen["details"].items() if k not in RENDERED_KEYS}
     if fit and fit[1]:
         details["node_failures"] = dict(sorted(fit[1].items()))
     return details
 
 
-def job_reason(ssn: Session, job: JobInfo, unbound: list[str]) -> Reason:
-    """The most specific reason for one job (see the module docstring for the order)."""
+def job_reason(ssn: Session, job: JobInfo, unbound: list[str], close: Any = None) -> Reason:
+    """The most specific reason for one job (see the module docstring for the order).
+
+    `close` is build_reasons' per-session CloseState (figures, NeverFits index); built when None.
+    """
+    if close is None:
+        close = CloseState(ssn)
     records = list(getattr(ssn, "reason_records", {}).get(job.uid) or [])
     fit = _fit_of(ssn, job, unbound)
-    by_code: dict[ReasonCode, dict[str, Any]] = {}
-    for rec in records:  # first record of each code wins
-        by_code.setdefault(_code(rec.get("code")), rec)
+    by_code: dict[ReasonCode, list[dict[str, Any]]] = {}
+    for rec in records:  # recording order within each code
+        by_code.setdefault(_code(rec.get("code")), []).append(rec)
+
+    def first(code: ReasonCode) -> dict[str, Any] | None:
+        recs = by_code.get(code)
+        return recs[0] if recs else None
 
     def pick(code: ReasonCode, message: str, rec: dict[str, Any] | None = None) -> Reason:
-        return Reason(code, message, _details(records, rec, fit))
+        return Reason(code, message, _details(rec, fit))
 
     queue = ssn.queues.get(job.queue)
-    rec = by_code.get(ReasonCode.InvalidJob)
+    rec = first(ReasonCode.InvalidJob)
     if rec is not None:
         return pick(ReasonCode.InvalidJob, str(rec.get("message", "")), rec)
     if queue is None:
@@ -185,17 +204,30 @@ def job_reason(ssn: Session, job: JobInfo, unbound: list[str]) -> Reason:
     invalid = ssn.job_valid(job)
     if invalid is not None:
         return pick(ReasonCode.InvalidJob, invalid.message or invalid.reason or "job is not valid")
+    never = close.never_fits.check(job)
+    if never is not None:
+        never.details.update(_details(None, fit))  # node_failures of this session's tries
+        return never
     if ReasonCode.QueueClosed not in by_code and queue.state is not QueueState.OPEN:
         return pick(ReasonCode.QueueClosed, f"queue {queue.name} is {queue.state.value.lower()}")
     # preempt / reclaim pipelined tasks of this job after evicting victims: a quota refusal
     # recorded before those evictions (allocate, or the preemptor's first allocatable check)
     # no longer describes what the job waits for.
-    waiting_rec = by_code.get(ReasonCode.WaitingForPreemption) if job.waiting_task_num() else None
-    for code in PRECEDENCE[1:]:
-        rec = by_code.get(code)
-        if rec is not None:
+    waiting_rec = first(ReasonCode.WaitingForPreemption) if job.waiting_task_num() else None
+    for code in RECORDED:
+        for rec in by_code.get(code, ()):
             if waiting_rec is not None and code in QUOTA_CODES:
                 return pick(ReasonCode.WaitingForPreemption, str(waiting_rec.get("message", "")), waiting_rec)
+            if code in QUOTA_CODES:
+                ref = (rec.get("details") or {}).get("refusal")
+                if ref is not None and ref.get("queue") in close.figures.figures:
+                    rendered = close.figures.render(job, ref)
+                    if rendered is None:
+                        continue  # stale: the close figures have room for it now
+                    details = _details(rec, fit)
+                    details.update(rendered[1])
+                    return Reason(code, rendered[0], details)
+                return pick(code, str(rec.get("message", "")), rec)  # no figures: no numbers
             return pick(code, str(rec.get("message", "")), rec)
     if job.phase is JobPhase.PENDING:
         return pick(ReasonCode.NotEnqueued, f"job {job.uid} is not enqueued yet")
@@ -204,21 +236,32 @@ def job_reason(ssn: Session, job: JobInfo, unbound: list[str]) -> Reason:
     placed = job.ready_task_num() + job.waiting_task_num()
     if job.min_available > 1 and placed < job.min_available:
         text = gang_message(job) + (f"; {fit_text}" if fit_text else "")
-        return pick(ReasonCode.GangUnschedulable, text, by_code.get(ReasonCode.GangUnschedulable))
+        return pick(ReasonCode.GangUnschedulable, text, first(ReasonCode.GangUnschedulable))
     if fit_text:
-        return pick(ReasonCode.NodeFit, fit_text, by_code.get(ReasonCode.NodeFit))
+        return pick(ReasonCode.NodeFit, fit_text, first(ReasonCode.NodeFit))
     for code in (ReasonCode.GangUnschedulable, ReasonCode.NodeFit, ReasonCode.WaitingForPreemption):
-        rec = by_code.get(code)
+        rec = first(code)
         if rec is not None:
             return pick(code, str(rec.get("message", "")), rec)
     waiting = job.waiting_task_num()
     if waiting:
         return pick(ReasonCode.WaitingForPreemption,
                     f"{waiting} task(s) pipelined, waiting for resources being released")
-    rec = by_code.get(ReasonCode.Unknown)
+    rec = first(ReasonCode.Unknown)
     if rec is not None:
         return pick(ReasonCode.Unknown, str(rec.get("message", "")), rec)
     return pick(ReasonCode.Unknown, f"{len(unbound)} task(s) not scheduled; no action recorded why")
+
+
+class CloseState:
+    """What build_reasons computes once per session: the close figures and the NeverFits index."""
+
+    def __init__(self, ssn: Session) -> None:
+        from scheduler_core.never_fits import NeverFitsIndex
+        from scheduler_core.reason_figures import CloseFigures
+
+        self.figures = CloseFigures(ssn)
+        self.never_fits = NeverFitsIndex(ssn, self.figures)
 
 
 def build_reasons(ssn: Session) -> dict[str, Reason]:
@@ -231,6 +274,7 @@ def build_reasons(ssn: Session) -> dict[str, Reason]:
     from scheduler_core.framework.isolation import error_of
 
     out: dict[str, Reason] = {}
+    close = CloseState(ssn)
     for uid in sorted(ssn.jobs):
         job = ssn.jobs[uid]
         if uid not in ssn.quarantined:
@@ -238,7 +282,7 @@ def build_reasons(ssn: Session) -> dict[str, Reason]:
             if not unbound:
                 continue
             try:
-                out[uid] = job_reason(ssn, job, unbound)
+                out[uid] = job_reason(ssn, job, unbound, close)
                 continue
             except Exception as exc:
                 ssn.quarantine(job, error_of(exc, "reasons"))

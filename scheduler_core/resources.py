@@ -102,10 +102,34 @@ def parse_quantity(value: str | int | float, allow_negative: bool = False) -> fl
     return float(_to_decimal(value, allow_negative))
 
 
+# Kubernetes keeps a quantity as an int64 of its smallest unit (milli-cores, bytes, milli-units):
+# beyond that, in stored units, a value is refused (it would become inf or lose all precision).
+MAX_STORED_QUANTITY = 2**63 - 1
+_MAX_STORED = Decimal(MAX_STORED_QUANTITY)
+
+
+def stored_factor(name: str) -> int:
+    """Stored units per input unit: 1000 for cpu and scalars (milli), 1 for memory and pods."""
+    return 1 if name in ("memory", "pods") else 1000
+
+
+def check_stored(name: str, value: Any, allow_negative: bool = False) -> float:
+    """Parse `value` as a quantity of resource `name` and return it in stored units; QuantityError
+    (naming `name`) unless it is finite and at most MAX_STORED_QUANTITY in stored units."""
+    try:
+        return _scaled(_to_decimal(value, allow_negative), stored_factor(name))
+    except QuantityError as exc:
+        raise QuantityError(f"{name}: {exc}") from None
+
+
 def _scaled(dec: Decimal, factor: int) -> float:
     # Exact scaling in Decimal, then one rounding to float. Unlike Quantity.MilliValue() we do
     # not round sub-milli fractions up: tests of the 0.1 tolerance need "2000.05m" to stay 2000.05.
-    return float(dec * factor)
+    scaled = dec * factor
+    if abs(scaled) > _MAX_STORED:
+        unit = "milli-units" if factor == 1000 else "units"
+        raise QuantityError(f"quantity {dec:g} is out of range: above {MAX_STORED_QUANTITY} {unit}")
+    return float(scaled)
 
 
 def _default_value(default: DimensionDefault) -> float:
@@ -382,7 +406,15 @@ class Resource:
                    for _, left, right in self._pairs(rr, default))
 
     def greater_partly(self, rr: Resource, default: DimensionDefault) -> bool:
-        """Some dimension above rr's beyond MIN_RESOURCE (the negation of `less_equal`)."""
+        """Some dimension above rr's beyond MIN_RESOURCE.
+
+        Zero: the negation of `less_equal`. Infinity: only the scalars `self` has count (one
+        missing on rr is unlimited, one present only on rr is ignored, as in Volcano).
+        """
+        if default == Infinity and any(n not in self.scalars for n in rr.scalars):
+            kept = {n: v for n, v in rr.scalars.items() if n in self.scalars}
+            trimmed = Resource(rr.milli_cpu, rr.memory, kept)
+            return not self.less_equal(trimmed, default)
         return not self.less_equal(rr, default)
 
     def equal(self, rr: Resource, default: DimensionDefault) -> bool:
@@ -394,14 +426,20 @@ class Resource:
 
     def less_equal_with_resources_name(self, rr: Resource,
                                        default: DimensionDefault) -> tuple[bool, list[str]]:
-        """`less_equal` plus the names of the dimensions that exceed rr (cpu, memory, scalars sorted)."""
+        """`less_equal` plus the names of the dimensions that exceed rr (cpu, memory, scalars sorted).
+
+        Only the scalars of `self` are compared (Volcano walks the left side's scalars): one
+        present only on rr never fails, whatever the default.
+        """
         names = []
         if not _le(self.milli_cpu, rr.milli_cpu):
             names.append("cpu")
         if not _le(self.memory, rr.memory):
             names.append("memory")
-        for name, left, right in self._pairs(rr, default):
-            if right != math.inf and (left == math.inf or not _le(left, right)):
+        d = _default_value(default)
+        for name in sorted(self.scalars):
+            left, right = self.scalars[name], rr.scalars.get(name, d)
+            if right != math.inf and not _le(left, right):
                 names.append(name)
         return not names, names
 
@@ -419,9 +457,12 @@ class Resource:
 
     def less_equal_with_dimension_and_resources_name(self, rr: Resource,
                                                      req: Resource | None) -> tuple[bool, list[str]]:
-        """<= rr in the dimensions `req` requests (missing scalar = 0), with the failing names."""
+        """<= rr in the dimensions `req` requests (missing scalar = 0), with the failing names.
+
+        `req` None compares every dimension with the Zero default (Volcano's nil request).
+        """
         if req is None:
-            return True, []
+            return self.less_equal_with_resources_name(rr, Zero)
         names = [n for n, left, right in self._requested(rr, req) if not _le(left, right)]
         return not names, names
 
@@ -432,10 +473,10 @@ class Resource:
     def less_equal_partly_with_dimension(self, rr: Resource, req: Resource | None) -> bool:
         """Some dimension requested by `req` is <= rr's (Volcano's ...ZeroFiltered).
 
-        Vacuously true when `req` is None or requests nothing: nothing can be over.
+        False when `req` is None or requests nothing: no dimension to be within.
         """
         dims = self._requested(rr, req) if req is not None else []
-        return not dims or any(_le(left, right) for _, left, right in dims)
+        return any(_le(left, right) for _, left, right in dims)
 
 
 # -- module helpers -----------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from scheduler_core.node_scores import TaskScores
     from scheduler_core.reasons import Reason
     from scheduler_core.resources import Resource
 
@@ -62,6 +63,10 @@ class SessionResult:
     timing: dict[str, float] = field(default_factory=dict)
     # Jobs set aside for this session (framework.isolation): uid -> {where, error, message, field}.
     job_errors: dict[str, dict[str, str]] = field(default_factory=dict)
+    # Only when the session recorded scores (run_session(record_scores=...)), else None: task uid
+    # -> the per-node scores of its last placement try (scheduler_core.node_scores.TaskScores:
+    # action, chosen node, pipelined, top nodes best first, the chosen node's scores).
+    node_scores: dict[str, TaskScores] | None = None
 
     def warn(self, message: str) -> None:
         """Add a warning once (plugins may be built more than once per process)."""
@@ -69,8 +74,9 @@ class SessionResult:
             self.warnings.append(message)
 
     def to_json(self) -> dict[str, Any]:
-        """The scenario-format.md output shape (keys sorted where they are maps)."""
-        return {
+        """The scenario-format.md output shape (keys sorted where they are maps); `node_scores`
+        only when recorded (scores rounded to 4 decimals)."""
+        out: dict[str, Any] = {
             "binds": dict(sorted(self.binds.items())),
             "pipelined": dict(sorted(self.pipelined.items())),
             "evictions": list(self.evictions),
@@ -81,6 +87,9 @@ class SessionResult:
             "job_errors": dict(sorted(self.job_errors.items())),
             "timing": dict(self.timing),
         }
+        if self.node_scores is not None:
+            out["node_scores"] = {uid: self.node_scores[uid].to_json() for uid in sorted(self.node_scores)}
+        return out
 
 
 def _reason_json(reason: Any) -> dict[str, Any]:

@@ -5,6 +5,11 @@ Comparisons (scenario-format.md): `binds`/`pipelined` map each listed task to it
 `job_phase` exact, queue figures per given dimension within 0.01 (cpu cores and scalars) or
 1 KiB (memory), `share` within half a unit of the 3rd decimal, `reasons_contain` substrings of
 the reason message (a list = all of them; `null` = no reason), `reason_code` exact (`null` = none).
+`forecast` (`{job: {start_in_s: N | null, basis: declared}}`) is compared with the result's
+`forecast` key when it has one (`simulate --check` computes it when this block asks for it).
+`node_scores` (`{task: {chosen: node | null, top: [node, ...]}}`): the task's recorded choice
+and the first nodes of its top list, in order; compared when the result has `node_scores`
+(`simulate --check` records them when this block asks for them).
 """
 
 from __future__ import annotations
@@ -13,13 +18,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scheduler_core.model import ClusterSnapshot, JobPhase
+from scheduler_core.node_scores import check_expected as check_expected_scores
+from scheduler_core.node_scores import parse_expected as parse_expected_scores
+from scheduler_core.reasons import ReasonCode
 from scheduler_core.scenario_fields import Ctx, Obj, parse_quantities
 
-# The reason codes of scheduling-semantics.md section 7 (scheduler_core.reasons.ReasonCode).
-REASON_CODES = ("QueueClosed", "InvalidJob", "NotEnqueued", "QueueOverCapability", "QueueOverDeserved",
-                "GangUnschedulable", "NodeFit", "WaitingForPreemption", "Unknown")
+# The reason codes of scheduling-semantics.md section 7, NeverFits first (reasons.ReasonCode).
+REASON_CODES = tuple(code.value for code in ReasonCode)
 EXPECT_KEYS = ("binds", "bind_count", "evictions", "evict_count", "pipelined", "job_phase", "deserved",
-               "real_capability", "allocated", "share", "reasons_contain", "reason_code")
+               "real_capability", "allocated", "share", "reasons_contain", "reason_code", "forecast",
+               "node_scores")
 FIGURE_KEYS = ("deserved", "real_capability", "allocated")
 TOLERANCE = {"cpu": 0.01, "memory": 1024.0}
 SCALAR_TOLERANCE = 0.01
@@ -40,6 +48,8 @@ class Expect:
     share: dict[str, float] | None = None
     reasons_contain: dict[str, list[str] | None] | None = None
     reason_code: dict[str, str | None] | None = None
+    forecast: dict[str, dict[str, Any]] | None = None  # job -> {start_in_s, basis} (given keys only)
+    node_scores: dict[str, dict[str, Any]] | None = None  # task -> {chosen, top} (node_scores.parse_expected)
     lines: dict[tuple[str, str], int | None] = field(default_factory=dict)
 
 
@@ -117,7 +127,26 @@ def parse_expect(ctx: Ctx, value: Any, path: tuple, snapshot: ClusterSnapshot) -
                 raise ctx.error((*path, "reason_code", job),
                                 f"invalid reason code {code!r} (expected one of: {', '.join(REASON_CODES)})")
             exp.reason_code[job] = code
+    if o.has("forecast"):
+        exp.forecast = {job: _forecast_entry(ctx, (*path, "forecast", job), v)
+                        for job, v in entries("forecast", snapshot.jobs, "job")}
+    if o.has("node_scores"):
+        exp.node_scores = {task: parse_expected_scores(ctx, (*path, "node_scores", task), v, snapshot.nodes)
+                           for task, v in entries("node_scores", tasks, "task")}
     return exp
+
+
+def _forecast_entry(ctx: Ctx, path: tuple, value: Any) -> dict[str, Any]:
+    """One job's expected forecast: `start_in_s` (seconds after now, or null) and/or `basis`."""
+    from scheduler_core.forecast.types import Basis
+
+    e = Obj(ctx, value, path, ("start_in_s", "basis"))
+    out: dict[str, Any] = {}
+    if "start_in_s" in e.data:
+        out["start_in_s"] = e.number("start_in_s")
+    if e.has("basis"):
+        out["basis"] = e.choice("basis", [b.value for b in Basis], None)
+    return out
 
 
 def _fmt(dim: str, value: float) -> str:
@@ -203,6 +232,22 @@ def check_expect(expect: Expect, result: dict[str, Any], filename: str) -> tuple
         got_code = (reasons.get(job) or {}).get("code")
         if got_code != code:
             report("reason_code", job, f"expected {code}, got {got_code}")
+    forecasts = result.get("forecast")
+    for job, want_fc in (expect.forecast or {}).items() if forecasts is not None else ():
+        count += 1
+        got_fc = forecasts.get(job)
+        if got_fc is None:
+            report("forecast", job, "no forecast (the job was not waiting)")
+            continue
+        start = got_fc.get("start_in_s")
+        want_start = want_fc.get("start_in_s", start)
+        if (start is None) != (want_start is None) or (start is not None and abs(start - want_start) > 1e-6):
+            report("forecast", job, f"start_in_s: expected {want_start}, got {start}")
+        if want_fc.get("basis", got_fc.get("estimate_basis")) != got_fc.get("estimate_basis"):
+            report("forecast", job, f"basis: expected {want_fc['basis']}, got {got_fc.get('estimate_basis')}")
+    if expect.node_scores is not None:
+        count += check_expected_scores(expect.node_scores, result.get("node_scores"),
+                                       lambda task, message: report("node_scores", task, message))
     return problems, count
 
 

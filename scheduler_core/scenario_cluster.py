@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from scheduler_core import shapes
 from scheduler_core.model import (
     OCCUPYING_STATUSES,
     JobInfo,
@@ -29,7 +30,7 @@ JOB_KEYS = ("name", "namespace", "queue", "min_member", "min_task_member", "min_
             "priority_class", "preemptable", "created", "sla_waiting_time", "tasks")
 TASK_KEYS = ("name", "role", "request", "status", "node", "priority_class", "priority",
              "preemption_policy", "preemptable", "labels", "node_selector", "tolerations", "affinity",
-             "topology_spread_constraints", "nominated_node")
+             "topology_spread_constraints", "nominated_node", "duration", "started")
 TAINT_KEYS = ("key", "value", "effect")
 TOLERATION_KEYS = ("key", "operator", "value", "effect", "tolerationSeconds")
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
@@ -65,8 +66,9 @@ class ClusterReader:
             if o.has("usage"):
                 u = Obj(self.ctx, o.data["usage"], (*path, "usage"), ("cpu", "memory"))
                 usage = {k: v for k in ("cpu", "memory") if (v := u.number(k)) is not None}
+            labels = self.ctx.shape(shapes.check_labels, o.labels("labels"), (*path, "labels"))
             out.append(NodeInfo(
-                name=name, allocatable=Resource.from_quantities(quantities), labels=o.labels("labels"),
+                name=name, allocatable=Resource.from_quantities(quantities), labels=labels,
                 taints=[self._taint(p, t) for p, t in o.items("taints")],
                 unschedulable=o.flag("unschedulable", False), usage=usage))
         return out
@@ -75,6 +77,8 @@ class ClusterReader:
         o = Obj(self.ctx, item, path, TAINT_KEYS, required=("key", "effect"))
         taint = {"key": o.text("key"), "value": self._text(o, "value"), "effect": o.choice(
             "effect", TAINT_EFFECTS, None)}
+        self.ctx.shape(shapes.check_label_key, taint["key"], (*path, "key"))
+        self.ctx.shape(shapes.check_label_value, taint["value"], (*path, "value"))
         return taint
 
     def _text(self, o: Obj, key: str) -> str:
@@ -197,21 +201,26 @@ class ClusterReader:
         policy = o.choice("preemption_policy", PREEMPTION_POLICIES,
                           pc.preemption_policy if pc else "PreemptLowerPriority")
         request = o.resource("request")
-        affinity = o.mapping("affinity")
-        spread = o.raw("topology_spread_constraints", [])
-        if not isinstance(spread, list):
-            raise o.err("topology_spread_constraints", "expected a list")
+        # Kubernetes shapes (scheduler_core.shapes, as the API checks them); errors name the element.
+        affinity = self.ctx.shape(shapes.check_affinity, o.raw("affinity"), (*path, "affinity"))
+        spread = self.ctx.shape(shapes.check_topology_spread_constraints,
+                                o.raw("topology_spread_constraints"), (*path, "topology_spread_constraints"))
+        tolerations = [self._toleration(p, t) for p, t in o.items("tolerations")]
+        self.ctx.shape(shapes.check_tolerations, tolerations, (*path, "tolerations"))
+        node_selector = self.ctx.shape(shapes.check_node_selector, o.labels("node_selector"),
+                                       (*path, "node_selector"))
+        labels = self.ctx.shape(shapes.check_labels, o.labels("labels"), (*path, "labels"))
         return TaskInfo(
             uid=f"{job.namespace}/{name}", name=name, namespace=job.namespace, job_uid=job.uid,
             resreq=request if request is not None else Resource.empty(), status=status,
             node_name=node, role=o.text("role", ""),
             priority=priority, preemption_policy=policy or "PreemptLowerPriority",
             preemptable=o.flag("preemptable", job.preemptable),
-            node_selector=o.labels("node_selector"),
-            tolerations=[self._toleration(p, t) for p, t in o.items("tolerations")],
-            affinity=dict(affinity) if affinity is not None else None, labels=o.labels("labels"),
+            node_selector=node_selector, tolerations=tolerations,
+            affinity=dict(affinity) if affinity is not None else None, labels=labels,
             created=job.created, topology_spread_constraints=list(spread),
-            nominated_node=self._node_ref(o, "nominated_node"))
+            nominated_node=self._node_ref(o, "nominated_node"),
+            duration=o.duration("duration"), started=o.time("started"))
 
     def _toleration(self, path: Path, item: Any) -> dict[str, Any]:
         o = Obj(self.ctx, item, path, TOLERATION_KEYS)

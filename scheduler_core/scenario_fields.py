@@ -6,13 +6,15 @@ path (`jobs[0].tasks[1].request.cpu: ...`) so it is useful even when the line is
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, date, datetime
 from enum import Enum
 from typing import Any, TypeVar
 
-from scheduler_core.resources import Resource, parse_quantity
+from scheduler_core import shapes
+from scheduler_core.resources import QuantityError, Resource, check_stored, parse_quantity
 from scheduler_core.yaml_lines import line_of
 
 E = TypeVar("E", bound=Enum)
@@ -63,6 +65,21 @@ class Ctx:
         prefix = path_text(path)
         text = f"{prefix}: {message}" if prefix else message
         return ScenarioError(self.filename, self.line(path if line_path is None else line_path), text)
+
+    def shape(self, check: Callable[[Any, str], Any], value: Any, path: Path) -> Any:
+        """Run a scheduler_core.shapes check on the value at `path`; its ShapeError becomes a
+        ScenarioError on the element it names (line of the deepest element found)."""
+        try:
+            return check(value, path_text(path))
+        except shapes.ShapeError as exc:
+            steps = tuple(int(i) if i else k for k, i in _PATH_STEP.findall(exc.path))
+            where = steps if steps[: len(path)] == tuple(path) else tuple(path)
+            raise ScenarioError(self.filename, self.line(where), str(exc)) from None
+
+
+# A path as shapes writes it: `a.b[0].c` -> ("a", "b", 0, "c"); keys holding dots split too, which
+# only makes the line lookup stop at the deepest element it finds.
+_PATH_STEP = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
 
 
 def _type_name(value: Any) -> str:
@@ -135,14 +152,23 @@ def quantity_value(value: Any) -> float:
 
 
 def parse_quantities(ctx: Ctx, path: Path, mapping: dict) -> dict[str, float]:
-    """Parse every quantity of a mapping (output units: cores, bytes, own units), naming the bad one."""
+    """Parse every quantity of a mapping (output units: cores, bytes, own units), naming the bad one.
+
+    Names are Kubernetes qualified names; amounts are finite and at most 2^63-1 stored units."""
     out: dict[str, float] = {}
     for name, q in mapping.items():
+        if not isinstance(name, str):
+            raise ctx.error(path, f"resource names are strings, got {_type_name(name)} {name!r}")
+        ctx.shape(shapes.check_resource_name, name, (*path, name))
         try:
-            out[str(name)] = quantity_value(q)
+            out[name] = quantity_value(q)
         except ValueError as exc:
             text = str(exc) if str(exc).startswith(("expected", "negative")) else f"malformed quantity {q!r}"
             raise ctx.error((*path, name), text) from None
+        try:
+            check_stored(name, q)
+        except QuantityError as exc:
+            raise ctx.error((*path, name), str(exc).split(": ", 1)[-1]) from None
     return out
 
 
@@ -201,6 +227,8 @@ class Obj:
             return default
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise self.err(key, f"expected a number, got {_type_name(value)} {value!r}")
+        if not math.isfinite(float(value)):
+            raise self.err(key, f"expected a finite number, got {value!r}")
         return float(value)
 
     def flag(self, key: str, default: bool) -> bool:
@@ -296,15 +324,18 @@ class Obj:
                                 "2026-01-01T00:00:00Z)") from None
 
     def duration(self, key: str) -> float | None:
-        """A Go-style duration (`1h`, `30m`, `90s`) or a number of seconds."""
+        """A Go-style duration (`1h`, `30m`, `90s`) or a number of seconds; finite, at most
+        shapes.MAX_DURATION_SECONDS (366 days)."""
         value = self.data.get(key)
         if value is None:
             return None
         if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
-            return float(value)
-        try:
-            if not isinstance(value, str):
-                raise ValueError(value)
-            return parse_duration(value)
-        except ValueError:
-            raise self.err(key, f"invalid duration {value!r} (expected e.g. 1h, 30m, 90s)") from None
+            seconds = value
+        else:
+            try:
+                if not isinstance(value, str):
+                    raise ValueError(value)
+                seconds = parse_duration(value)
+            except ValueError:
+                raise self.err(key, f"invalid duration {value!r} (expected e.g. 1h, 30m, 90s)") from None
+        return self.ctx.shape(shapes.check_duration, seconds, (*self.path, key))

@@ -12,13 +12,18 @@ from scheduler_core.framework.isolation import JobError, SessionJobError, screen
 from scheduler_core.framework.registry import action_builders, load_all
 from scheduler_core.framework.session import close_session, open_session
 from scheduler_core.model import ClusterSnapshot
+from scheduler_core.node_scores import top_count
 from scheduler_core.result import SessionResult
 
 
-def run_session(snapshot: ClusterSnapshot, conf: SchedulerConf | None = None) -> SessionResult:
+def run_session(snapshot: ClusterSnapshot, conf: SchedulerConf | None = None, *,
+                record_scores: bool | int | None = None) -> SessionResult:
     """Open a session, run the conf's actions in order, close it. Deterministic.
 
     The snapshot is changed in place (task statuses, node accounting): pass a fresh one.
+    `record_scores` (True = top 10 nodes, N = top N, False = off; None = the ambient
+    `node_scores.recording_scores` value, off by default) fills `result.node_scores` with the
+    per-node, per-plugin scores of each task's last placement try; decisions are the same.
     Jobs with malformed tasks are set aside first (framework.isolation.screen), and a job whose
     evaluation raises is set aside by the action's guard: both get InvalidJob, the rest goes on.
     An action named in the conf but not implemented is skipped with a warning.
@@ -29,7 +34,7 @@ def run_session(snapshot: ClusterSnapshot, conf: SchedulerConf | None = None) ->
         started = time.perf_counter()
         screen(snapshot)
         screened = time.perf_counter() - started
-        ssn = open_session(snapshot, conf)
+        ssn = open_session(snapshot, conf, record_scores=top_count(record_scores))
         ssn.result.timing["screen_s"] = round(screened, 6)
         for name in conf.actions:
             builder = action_builders.get(name)
@@ -37,6 +42,8 @@ def run_session(snapshot: ClusterSnapshot, conf: SchedulerConf | None = None) ->
                 ssn.result.warn(f"action {name} is not implemented; skipped")
                 continue
             started = time.perf_counter()
+            if ssn.score_recorder is not None:
+                ssn.score_recorder.action = name
             builder(conf.configurations.get(name, {})).execute(ssn)
             ssn.result.timing[f"action_{name}_s"] = round(time.perf_counter() - started, 6)
         result = close_session(ssn)
@@ -45,12 +52,14 @@ def run_session(snapshot: ClusterSnapshot, conf: SchedulerConf | None = None) ->
 
 
 def run_session_isolated(build: Callable[[], ClusterSnapshot], conf: SchedulerConf | None = None,
-                         attempts: int = 4) -> tuple[ClusterSnapshot, SessionResult]:
+                         attempts: int = 4, *, record_scores: bool | int | None = None,
+                         ) -> tuple[ClusterSnapshot, SessionResult]:
     """run_session on `build()`; when a job's failure could not be undone inside the session
     (SessionJobError), run again on a fresh `build()` with that job set aside from the start.
 
     Returns the snapshot the result belongs to (the caller's writes need its identities).
     The last attempt's error propagates: something other than one job is wrong.
+    `record_scores` as for run_session.
     """
     aside: dict[str, JobError] = {}
     for attempt in range(attempts):
@@ -58,7 +67,7 @@ def run_session_isolated(build: Callable[[], ClusterSnapshot], conf: SchedulerCo
         for uid, error in aside.items():
             set_aside(snapshot, uid, error)
         try:
-            return snapshot, run_session(snapshot, conf)
+            return snapshot, run_session(snapshot, conf, record_scores=record_scores)
         except SessionJobError as exc:
             if attempt == attempts - 1 or exc.job_uid in aside:
                 raise

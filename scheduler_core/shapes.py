@@ -7,7 +7,8 @@ path names the exact element (`...nodeSelectorTerms[0].matchExpressions[1].value
 are errors. Checks follow Kubernetes' own validation (apimachinery `ValidateLabelSelector`,
 core `ValidateNodeSelectorRequirement`, `ValidateTolerations`, `validateTopologySpreadConstraints`).
 
-Bounds (each a module constant):
+Bounds (each a module constant; the text, nesting and duration checks live in shapes_base and
+are re-exported here):
 - `MAX_DEPTH` = 32: nesting of any free-form JSON value (annotations); `check_depth` walks
   iteratively, so a 100,000-level value is refused without recursion. The Kubernetes shapes
   themselves nest at most 9 levels (affinity > podAffinity > preferred[] > podAffinityTerm >
@@ -18,8 +19,8 @@ Bounds (each a module constant):
   most `MAX_PREFIX` = 253 characters, then a name of at most `MAX_NAME` = 63 characters
   (`[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?`). Label values: at most `MAX_LABEL_VALUE` = 63
   characters of the same alphabet, or empty. Resource names are qualified names too.
-- Toleration `tolerationSeconds`, `minDomains`, `maxSkew`: int64 (`MAX_INT64`); preferred term
-  weights 1..100; Gt/Lt take exactly one value that parses as an int64.
+- Toleration `tolerationSeconds` and `maxSkew`: int64 (`MAX_INT64`), `minDomains` int32;
+  preferred term weights 1..100; Gt/Lt take exactly one value that parses as an int64.
 - Free text (`check_text`): at most `MAX_TEXT` = 65,536 characters; no NUL, no other C0/C1
   control character (tab and newline only where a field allows multi-line text), no unpaired
   surrogate (PostgreSQL cannot store NUL, UTF-8 cannot encode a lone surrogate).
@@ -35,6 +36,20 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from scheduler_core.shapes_base import (
+    MAX_DEPTH,
+    MAX_DURATION_SECONDS,
+    MAX_INT64,
+    MAX_TEXT,
+    ShapeError,
+    check_depth,
+    check_duration,
+    check_json_text,
+    check_text,
+    join,
+)
+from scheduler_core.shapes_base import type_name as _type
+
 __all__ = [
     "MAX_DEPTH", "MAX_DURATION_SECONDS", "MAX_INT64", "MAX_ITEMS", "MAX_LABEL_VALUE", "MAX_NAME",
     "MAX_PREFIX", "MAX_TEXT", "ShapeError", "check_affinity", "check_depth", "check_duration",
@@ -43,23 +58,15 @@ __all__ = [
     "join", "task_shape_problem",
 ]
 
-MAX_DEPTH = 32
 MAX_ITEMS = 1000
 MAX_PREFIX = 253
 MAX_NAME = 63
 MAX_LABEL_VALUE = 63
-MAX_TEXT = 65536
-MAX_INT64 = 2**63 - 1
-MAX_DURATION_SECONDS = 366 * 86400.0
 
 _NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
 _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _INT = re.compile(r"[+-]?[0-9]{1,19}")
-# C0 controls except tab/newline/carriage return (multi-line text), DEL and C1 controls, and any
-# surrogate code point: in a Python str decoded from JSON or UTF-8 a surrogate is always unpaired.
-_BAD_MULTILINE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
-_BAD_LINE = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 
 NODE_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
 LABEL_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
@@ -71,89 +78,6 @@ REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
 
 
-class ShapeError(ValueError):
-    """A value that does not have its Kubernetes shape; `path` names the element."""
-
-    def __init__(self, path: str, message: str) -> None:
-        self.path = path
-        self.message = message
-        super().__init__(f"{path}: {message}")
-
-
-def join(path: str, key: str | int) -> str:
-    """`join("a", "b")` = `a.b`, `join("a", 0)` = `a[0]`, `join("", "b")` = `b`."""
-    if isinstance(key, int):
-        return f"{path}[{key}]"
-    return f"{path}.{key}" if path else key
-
-
-def _type(value: Any) -> str:
-    for cls, name in ((bool, "boolean"), (int, "integer"), (float, "number"), (str, "string"),
-                      (dict, "mapping"), (list, "list")):
-        if isinstance(value, cls):
-            return name
-    return "null" if value is None else type(value).__name__
-
-
-# -- text ----------------------------------------------------------------------------------------
-
-def _char_problem(char: str) -> str:
-    code = ord(char)
-    if code == 0:
-        return "null characters are not allowed"
-    if 0xD800 <= code <= 0xDFFF:
-        return f"unpaired surrogate U+{code:04X} is not allowed"
-    return f"control character U+{code:04X} is not allowed"
-
-
-def check_text(value: Any, path: str, *, multiline: bool = False, max_length: int = MAX_TEXT) -> str:
-    """A string without NUL, control characters (tab/newline/CR only if `multiline`) or unpaired
-    surrogates, at most `max_length` characters."""
-    if not isinstance(value, str):
-        raise ShapeError(path, f"expected a string, got {_type(value)}")
-    if len(value) > max_length:
-        raise ShapeError(path, f"longer than {max_length} characters")
-    bad = (_BAD_MULTILINE if multiline else _BAD_LINE).search(value)
-    if bad is not None:
-        raise ShapeError(path, _char_problem(bad.group()))
-    return value
-
-
-def check_json_text(value: Any, path: str, *, max_depth: int = MAX_DEPTH) -> Any:
-    """Every key and string of a JSON value passes `check_text` (multi-line allowed in values),
-    and it nests at most `max_depth` levels. Iterative: depth costs no recursion."""
-    stack: list[tuple[Any, str, int]] = [(value, path, 0)]
-    while stack:
-        item, where, depth = stack.pop()
-        if isinstance(item, str):
-            check_text(item, where, multiline=True)
-        elif isinstance(item, dict | list):
-            if depth >= max_depth:
-                raise ShapeError(where, f"nested deeper than {max_depth} levels")
-            if isinstance(item, dict):
-                for key, sub in item.items():
-                    if isinstance(key, str):
-                        check_text(key, where)
-                    stack.append((sub, join(where, str(key)), depth + 1))
-            else:
-                stack.extend((sub, join(where, i), depth + 1) for i, sub in enumerate(item))
-    return value
-
-
-def check_depth(value: Any, path: str, max_depth: int = MAX_DEPTH) -> Any:
-    """`value` nests at most `max_depth` mappings/lists (iterative, so any depth is safe)."""
-    stack: list[tuple[Any, str, int]] = [(value, path, 0)]
-    while stack:
-        item, where, depth = stack.pop()
-        if isinstance(item, dict | list):
-            if depth >= max_depth:
-                raise ShapeError(where, f"nested deeper than {max_depth} levels")
-            pairs = item.items() if isinstance(item, dict) else enumerate(item)
-            stack.extend((sub, join(where, k if isinstance(k, int) else str(k)), depth + 1)
-                         for k, sub in pairs)
-    return value
-
-
 # -- names and values ----------------------------------------------------------------------------
 
 def check_label_key(value: Any, path: str) -> str:
@@ -162,13 +86,12 @@ def check_label_key(value: Any, path: str) -> str:
         raise ShapeError(path, f"expected a string, got {_type(value)}")
     check_text(value, path, max_length=MAX_PREFIX + 1 + MAX_NAME)
     prefix, slash, name = value.rpartition("/")
-    if slash and (not prefix or len(prefix) > MAX_PREFIX or not _DNS_SUBDOMAIN.fullmatch(prefix)):
-        raise ShapeError(path, f"{value!r}: the prefix must be a DNS subdomain (lower-case letters, "
-                               f"digits, '-' and '.') of at most {MAX_PREFIX} characters")
-    if not name or len(name) > MAX_NAME or not _NAME.fullmatch(name):
-        raise ShapeError(path, f"{value!r} is not a qualified name: at most {MAX_NAME} letters, digits, "
-                               "'-', '_' or '.', starting and ending with a letter or digit, "
-                               "with an optional DNS subdomain prefix and '/'")
+    bad_prefix = slash and (not prefix or len(prefix) > MAX_PREFIX or not _DNS_SUBDOMAIN.fullmatch(prefix))
+    if bad_prefix or not name or len(name) > MAX_NAME or not _NAME.fullmatch(name):
+        raise ShapeError(path, f"{value!r} is not a qualified name: an optional prefix (a DNS subdomain "
+                               f"of at most {MAX_PREFIX} lower-case letters, digits, '-' and '.') and '/', "
+                               f"then at most {MAX_NAME} letters, digits, '-', '_' or '.', starting and "
+                               "ending with a letter or digit")
     return value
 
 
@@ -207,8 +130,8 @@ def _list(value: Any, path: str, *, non_empty: bool = False) -> list:
 def _keys(value: dict, path: str, allowed: tuple[str, ...], required: tuple[str, ...] = ()) -> dict:
     for key in value:
         if key not in allowed:
-            where = join(path, key) if isinstance(key, str) else path
-            raise ShapeError(where, f"unknown key (allowed: {', '.join(allowed)})")
+            check_text(key, path, max_length=MAX_PREFIX)  # the path must not carry what it refuses
+            raise ShapeError(join(path, key), f"unknown key (allowed: {', '.join(allowed)})")
     for key in required:
         if value.get(key) is None:
             raise ShapeError(join(path, key), "required")
@@ -222,7 +145,7 @@ def _string_map(value: Any, path: str) -> dict[str, str]:
     if len(value) > MAX_ITEMS:
         raise ShapeError(path, f"more than {MAX_ITEMS} keys")
     for key, val in value.items():
-        check_label_key(key, path if not isinstance(key, str) else join(path, key))
+        check_label_key(key, path)  # a bad key is reported on the map: the path must stay clean
         check_label_value(val, join(path, key))
     return value
 
@@ -459,20 +382,6 @@ def check_topology_spread_constraints(value: Any, path: str) -> list:
                     raise ShapeError(join(kpath, j), f"{key!r} exists in both matchLabelKeys and "
                                                      "labelSelector")
     return value
-
-
-# -- numbers -------------------------------------------------------------------------------------
-
-def check_duration(value: Any, path: str, *, maximum: float = MAX_DURATION_SECONDS) -> float | None:
-    """Seconds: finite, non-negative, at most `maximum` (366 days); None stays None."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ShapeError(path, f"expected a number of seconds, got {_type(value)}")
-    seconds = float(value) if not isinstance(value, int) or abs(value) <= 2**53 else math.inf
-    if not math.isfinite(seconds) or seconds < 0 or seconds > maximum:
-        raise ShapeError(path, f"must be between 0 and {maximum:g} seconds (366 days), got {value!r}")
-    return seconds
 
 
 # -- scheduler screening -------------------------------------------------------------------------

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from scheduler_core.model import JobPhase, QueueState
 from scheduler_core.plugins.queue_attr import format_dim
+from scheduler_core.reason_figures import refusal
 from scheduler_core.reasons import ReasonCode
 
 if TYPE_CHECKING:
@@ -50,7 +51,10 @@ def record_queue_refusal(ssn: Session, action: str, job: JobInfo, queue: QueueIn
         ssn.record_reason(job.uid, code("QueueClosed"),
                           f"queue {queue.name} is {queue.state.value.lower()}", action)
     elif overused:
-        ssn.record_reason(job.uid, code("QueueOverDeserved"), _overused_message(ssn, queue), action)
+        # Rendered at close from the committed figures (reason_figures); the message is this
+        # moment's view, kept for the ledger.
+        ssn.record_reason(job.uid, code("QueueOverDeserved"), _overused_message(ssn, queue), action,
+                          {"refusal": refusal("overused", queue.name, "deserved")})
     else:
         ssn.record_reason(job.uid, code("QueueOverDeserved"),
                           f"queue {queue.name} resource quota insufficient for the job's next task", action)

@@ -1,6 +1,6 @@
-"""Vectorised "pick the best node" for equivalence classes of identical tasks (allocate's hot path).
+"""Vectorised "pick the best node" for classes of identical tasks (the machinery behind `placer.Placer`).
 
-For a class (same `sched_key`: request, selectors, tolerations, affinity, labels, priority)
+For a class (tasks equal on the fields the enabled plugins signed, `framework.signature`)
 the predicate mask, the idle / future-idle fit masks and the node scores are computed once
 over all NodeTable rows. After each placement only the chosen row changes (its idle, pods and
 score), so the next task of the class costs one row update and one argmax; no per-node loop.
@@ -74,24 +74,6 @@ class ChangeLog:
         self.last = np.full(0, -1, dtype=np.int64)
         self.last_all = -1
         self.last_released = -1
-        self.labels_matter: bool | None = None
-
-    def twin_key(self, ssn: Session, task: TaskInfo) -> tuple | None:
-        """`task.sched_key` without pod labels and priority, when no task in the session looks at labels.
-
-        Pod labels only matter to pod (anti-)affinity and topology spread, and no predicate or
-        node-order plugin reads the priority; without those, tasks of different jobs (labels
-        `job=<name>`, any priority) with equal requests, selectors, tolerations and affinity
-        have the same masks and scores in every state, so allocate keeps one ClassState for them.
-        """
-        if self.labels_matter is None:
-            self.labels_matter = any(
-                t.topology_spread_constraints or (t.affinity and spreads(t))
-                for job in ssn.jobs.values() for t in job.tasks.values())
-        key = task.sched_key
-        if self.labels_matter or len(key) != 7:
-            return None
-        return key[:5]
 
     def add(self, row: int, released: bool = False) -> None:
         """Record one changed row (or ChangeLog.ALL); `released` when a task left it."""
@@ -189,21 +171,29 @@ class ClassState:
             self.refresh()
             return
         rows = log.changed_since(start, len(self.table))
+        released = log.last_released >= start
+        if not released:
+            # Only placements: a row this class's predicates reject stays rejected (see the
+            # module's assumptions), so its fit and score are never read again: skip it.
+            rows = rows[self.ok[rows]]
         if len(rows) > REFRESH_FRACTION * len(self.table):
             self.refresh()
             return
-        self.rows_changed(rows, log.last_released >= start)
+        if len(rows):
+            self.rows_changed(rows, released)
 
     def row_changed(self, r: int) -> None:
         """One row got a task (the common case): scalar updates only."""
+        if not self.ok[r]:
+            return  # rejected by the predicates, and a placement never makes it pass
         ssn, table, task = self.ssn, self.table, self.task
-        if self.dynamic and self.ok[r]:
+        if self.dynamic:
             self.unverified.add(r)
         ok = not self.never
         idle, fut = table.idle, table.future
         idle_fit = self.idle_fit[r] = ok and all(v - idle[r, j] < MIN_RESOURCE for j, v in self.need)
         fut_fit = self.future_fit[r] = ok and all(v - fut[r, j] < MIN_RESOURCE for j, v in self.need)
-        if self.ok[r] and fut_fit:
+        if fut_fit:
             s = self.scores[r] = ssn.node_row_score(task, r)
             self.best_idle[r] = s if idle_fit else _NEG
             self.best_future[r] = _NEG if idle_fit else s

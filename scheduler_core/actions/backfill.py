@@ -33,6 +33,7 @@ class BackfillAction(Action):
     def execute(self, ssn: Session) -> None:
         """Place every pending best-effort task of non-Pending valid jobs."""
         names = ssn.node_table.names
+        recorder = ssn.score_recorder  # per-node score recording (scheduler_core.node_scores)
         for job, tasks in self._pending(ssn):
             failed: set[tuple] = set()
             # A statement only so that a job whose evaluation fails leaves nothing placed.
@@ -42,6 +43,8 @@ class BackfillAction(Action):
                     if task.sched_key in failed:
                         continue
                     pred = ssn.predicate(task)
+                    if recorder is not None:
+                        recorder.record_mask(task, self.name, pred.ok_mask)
                     row = ssn.best_node(task, pred.ok_mask)
                     if row is None:
                         failed.add(task.sched_key)

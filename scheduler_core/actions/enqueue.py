@@ -6,13 +6,17 @@ order. A job is admitted when it has no `min_resources` or `job_enqueueable` vot
 the `job_enqueued` callbacks run (queue plugins reserve its `inqueue` resources) and it turns
 Inqueue. A rejected job stays Pending: the rejecting plugin records its own reason; when no
 plugin did, a generic NotEnqueued reason is recorded.
+Validity (`job_valid`) is not asked, as in Volcano: a PodGroup with no pods yet must be
+admittable, since the job controller creates its pods only after admission (allocate,
+backfill, preempt and reclaim check validity). Jobs set aside by the framework's isolation
+(`ssn.quarantined`) are skipped all the same: nothing about them may be evaluated.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from scheduler_core.actions._common import active_jobs, code
+from scheduler_core.actions._common import code
 from scheduler_core.actions._ordering import KeyedQueue, PriorityQueue, order_queue
 from scheduler_core.framework.interface import Action
 from scheduler_core.framework.isolation import guard
@@ -34,9 +38,11 @@ class EnqueueAction(Action):
         queue_key, job_key = ssn.queue_order_key(), ssn.job_order_key()
         queues = order_queue(queue_key, ssn.queue_order_fn)
         jobs_by_queue: dict[str, PriorityQueue[JobInfo] | KeyedQueue[JobInfo]] = {}
-        for job in active_jobs(ssn, include_pending=True):
-            if job.phase is not JobPhase.PENDING:
+        for job in ssn.jobs.values():
+            if job.phase is not JobPhase.PENDING or job.queue not in ssn.queues:
                 continue
+            if job.uid in ssn.quarantined:
+                continue  # set aside (malformed or failed): never evaluated again this session
             if job.queue not in jobs_by_queue:
                 jobs_by_queue[job.queue] = order_queue(job_key, ssn.job_order_fn)
                 queues.push(ssn.queues[job.queue])

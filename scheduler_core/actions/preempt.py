@@ -5,13 +5,17 @@ Volcano v1.1x preempt, with these choices:
   order; tasks with `preemption_policy: Never` never preempt. Queues are visited in queue
   order (Volcano walks a map).
 - Between jobs of one queue: starving jobs pop in job order; each gets one statement. For a
-  preemptor, nodes passing the predicates are tried best score first (ties: name first);
-  candidates are Running, non-best-effort, preemptable tasks of *other* jobs of the same
-  queue, offered in victim order (Volcano: node map order) so that plugins with a budget
-  (gang keeps min_member) spend it on the lowest-priority tasks; `preemptable` callbacks
-  pick victims; when future idle plus all victims cannot fit the preemptor the node is
-  skipped; otherwise victims are evicted in victim order until the queue is `allocatable`
-  for the preemptor and it fits the node's future idle, and it is pipelined there. After
+  preemptor, candidate nodes (`victim_nodes.NodeCheck`: only failures eviction cannot fix
+  exclude a node) are tried best score first (ties: name first); candidates are Running,
+  preemptable tasks of *other* jobs of the same queue (best-effort ones included; a
+  best-effort preemptor only takes best-effort ones), offered in victim order (Volcano: node
+  map order) so that plugins with a budget (gang keeps min_member) spend it on the
+  lowest-priority tasks; `preemptable` callbacks pick victims; when future idle plus all
+  victims cannot fit the preemptor the node is skipped; otherwise victims are evicted in
+  victim order until the queue is `allocatable` for the preemptor, it fits the node's future
+  idle and the node's fixable predicates pass (pod count, anti-affinity, spread, with the
+  evicted tasks gone), and it is pipelined there. When every victim is evicted and it still
+  does not fit, that node's evictions are undone before the next node is tried. After
   the job's tasks: commit when `job_pipelined`, else discard; a job that got something is
   pushed back to try again.
 - Inside a job: each starving job's pending tasks may evict the same job's Running tasks
@@ -31,17 +35,26 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from scheduler_core.actions._common import active_jobs, record_waiting
 from scheduler_core.actions._ordering import PriorityQueue, TaskList, job_queue, sorted_tasks
 from scheduler_core.actions.victim_capacity import VictimCapacity
-from scheduler_core.actions.victims import VictimIndex, in_order_of, rows_by_score, victim_order, victims_fit
+from scheduler_core.actions.victim_nodes import NodeCheck, undo_since
+from scheduler_core.actions.victims import (
+    VictimIndex,
+    in_order_of,
+    released_by,
+    rows_by_score,
+    victim_order,
+    victims_fit,
+)
 from scheduler_core.framework.interface import Action
 from scheduler_core.framework.isolation import GuardScope, guard
 from scheduler_core.framework.registry import register_action
+from scheduler_core.resources import MIN_RESOURCE
 
 if TYPE_CHECKING:
-    import numpy as np
-
     from scheduler_core.framework.session import Session
     from scheduler_core.framework.statement import Statement
     from scheduler_core.model import JobInfo, QueueInfo, TaskInfo
@@ -60,6 +73,7 @@ class PreemptAction(Action):
     def execute(self, ssn: Session) -> None:
         """Preempt between jobs of each queue, then between tasks of each job, then victim tasks."""
         self.index = VictimIndex(ssn)
+        self.nodes = NodeCheck(ssn)
         # Tighter, current bound (victim job filters): skips nodes the plugins would refuse.
         self.vcap = VictimCapacity(ssn, self.index, "preemptable")
         starving: dict[str, list[JobInfo]] = {}
@@ -155,11 +169,10 @@ class PreemptAction(Action):
         key = (*mode, preemptor.sched_key)
         if self.vcap.failed_before(key):
             return False
-        before = self.vcap.events
         if self._preempt(ssn, stmt, queue, preemptor, fit(preemptor), keep):
             return True
-        if self.vcap.events == before:  # a try that evicted something left another state
-            self.vcap.remember_failure(key)
+        # A failed try undid every eviction it made: the session is as it was.
+        self.vcap.remember_failure(key)
         return False
 
     def _preempt(self, ssn: Session, stmt: Statement, queue: QueueInfo, preemptor: TaskInfo,
@@ -168,9 +181,16 @@ class PreemptAction(Action):
         table = ssn.node_table
         if not rows.any():
             return False  # no node could ever fit it: the (pure) predicates need not be asked
-        rows &= ssn.predicate(preemptor).ok_mask
+        rows &= self.nodes.candidates(preemptor)
+        best_effort = preemptor.best_effort
+        # What the victims of nodes that failed only on the queue (`allocatable`) would have
+        # released: a node offering no more cannot pass either (the queue plugins' answer only
+        # improves as the queue's allocation falls), so it is skipped without evicting.
+        refused: list[np.ndarray] = []
         for row in rows_by_score(ssn, preemptor, rows):
-            preemptees = [t for t in self.index.running_on(row) if keep(t)]
+            # A best-effort preemptor only needs a pod slot: it may only take best-effort victims.
+            preemptees = [t for t in self.index.running_on(row)
+                          if keep(t) and (t.best_effort or not best_effort)]
             if not preemptees:
                 continue
             # Offered in victim order: plugins with a budget (gang's min_member) spend it on
@@ -181,11 +201,18 @@ class PreemptAction(Action):
                 continue
             if not in_order_of(victims, offered):  # plugins answer in offer order, as a rule
                 victims = victim_order(ssn, preemptor, victims, self.index, self.vcap.job_keys())
+            released = released_by(ssn, victims, self.index)
+            if any((released <= r + MIN_RESOURCE).all() for r in refused):
+                continue
+            mark = len(stmt.operations)
             for victim in victims:
-                if ssn.allocatable(queue, preemptor) and table.fits_row(preemptor.resreq, row, future=True):
+                if ssn.allocatable(queue, preemptor) and self.nodes.fits(preemptor, row):
                     break
                 stmt.evict(victim, "preempt")
-            if ssn.allocatable(queue, preemptor) and table.fits_row(preemptor.resreq, row, future=True):
+            if ssn.allocatable(queue, preemptor) and self.nodes.fits(preemptor, row):
                 stmt.pipeline(preemptor, table.names[row])
                 return True
+            if self.nodes.fits(preemptor, row):
+                refused.append(released)  # fitted the node: the queue said no
+            undo_since(ssn, stmt, mark)  # only the node where the preemptor is placed keeps evictions
         return False

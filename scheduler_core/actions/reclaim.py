@@ -7,14 +7,18 @@ Volcano v1.1x reclaim, with these choices:
   job is `job_pipelined`, else discarded (so a gang never keeps half its victims). A job that
   got something is pushed back.
 - Tasks with `preemption_policy: Never` never reclaim. A task reclaims only when its queue
-  is `preemptive` for it. Nodes passing the predicates are tried in name order (Volcano
-  walks its node list). Candidates on a node: Running, non-best-effort, preemptable tasks of
-  jobs in *other* queues whose `reclaimable` flag is set, offered in victim order (Volcano:
-  node map order); the `reclaimable` callbacks choose victims (e.g. proportion: only from
-  queues above deserved, spending that budget on the tasks evicted first). If future idle
-  plus every victim cannot fit the task, the next node is tried; otherwise victims are
-  evicted in victim order (victim queue order, then reverse job / task order) until the
-  task fits the node's future idle, and the task is pipelined there.
+  is `preemptive` for it. Candidate nodes (`victim_nodes.NodeCheck`: only failures eviction
+  cannot fix exclude a node) are tried in name order (Volcano walks its node list).
+  Candidates on a node: Running, preemptable tasks of jobs in *other* queues whose
+  `reclaimable` flag is set (best-effort ones included; a best-effort reclaimer only takes
+  best-effort ones), offered in victim order (Volcano: node map order); the `reclaimable`
+  callbacks choose victims (e.g. proportion: only from queues above deserved, spending that
+  budget on the tasks evicted first). If future idle plus every victim cannot fit the task,
+  the next node is tried; otherwise victims are evicted in victim order (victim queue order,
+  then reverse job / task order) until the task fits the node's future idle and the node's
+  fixable predicates pass with the evicted tasks gone, and the task is pipelined there. When
+  every victim is evicted and it still does not fit, that node's evictions are undone (as in
+  preempt) before the next node is tried.
 Speed (same decisions): nodes whose possible victims cannot fit the task are skipped without
 asking the plugins (`victim_capacity.VictimCapacity`), and a try that failed without changing
 anything is not repeated for a task of the same class until the session changes.
@@ -29,6 +33,7 @@ import numpy as np
 from scheduler_core.actions._common import active_jobs, record_queue_refusal, record_waiting
 from scheduler_core.actions._ordering import PriorityQueue, TaskList, job_queue
 from scheduler_core.actions.victim_capacity import VictimCapacity
+from scheduler_core.actions.victim_nodes import NodeCheck, undo_since
 from scheduler_core.actions.victims import VictimIndex, in_order_of, victim_order, victims_fit
 from scheduler_core.framework.interface import Action
 from scheduler_core.framework.isolation import guard
@@ -49,6 +54,7 @@ class ReclaimAction(Action):
     def execute(self, ssn: Session) -> None:
         """Round-robin over queues, one starving job per turn."""
         self.index = VictimIndex(ssn)
+        self.nodes = NodeCheck(ssn)
         self.reclaimable_queues = sorted(q.name for q in ssn.queues.values() if q.reclaimable)
         self._caps: dict[str, np.ndarray] = {}
         # Tighter, current bound (victim job filters): skips nodes the plugins would refuse.
@@ -101,10 +107,9 @@ class ReclaimAction(Action):
                 rows = self.vcap.fit_rows(task, without_queue=queue.name)
             else:
                 rows = self.index.fit_rows(task, capacity)
-            before = self.vcap.events
             if self._reclaim(ssn, stmt, job, task, rows):
                 assigned = True
-            elif self.vcap.events == before:  # a try that evicted something left another state
+            else:  # a failed try undid every eviction it made: the session is as it was
                 self.vcap.remember_failure(key)
         if ssn.job_pipelined(job):
             stmt.commit()
@@ -119,11 +124,14 @@ class ReclaimAction(Action):
         table = ssn.node_table
         if not rows.any():
             return False  # no node could ever fit it: the (pure) predicates need not be asked
-        rows &= ssn.predicate(task).ok_mask
+        rows &= self.nodes.candidates(task)
+        best_effort = task.best_effort
         for row in np.nonzero(rows)[0]:
             row = int(row)
             reclaimees = []
             for t in self.index.running_on(row):
+                if best_effort and not t.best_effort:
+                    continue  # a best-effort reclaimer needs a pod slot, not resources
                 q = ssn.queues[ssn.jobs[t.job_uid].queue]
                 if q.name != job.queue and q.reclaimable:
                     reclaimees.append(t)
@@ -137,11 +145,13 @@ class ReclaimAction(Action):
                 continue
             if not in_order_of(victims, offered):  # plugins answer in offer order, as a rule
                 victims = victim_order(ssn, task, victims, self.index, self.vcap.job_keys())
+            mark = len(stmt.operations)
             for victim in victims:
-                if table.fits_row(task.resreq, row, future=True):
+                if self.nodes.fits(task, row):
                     break
                 stmt.evict(victim, "reclaim")
-            if table.fits_row(task.resreq, row, future=True):
+            if self.nodes.fits(task, row):
                 stmt.pipeline(task, table.names[row])
                 return True
+            undo_since(ssn, stmt, mark)  # only the node where the task is placed keeps evictions
         return False

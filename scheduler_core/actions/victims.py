@@ -1,7 +1,8 @@
 """Victim bookkeeping shared by preempt and reclaim.
 
 `VictimIndex` lists, once per action, the running tasks that may ever be victims (Running,
-non-empty request, preemptable task and job) per node row, and sums their requests per queue
+preemptable task and job; best-effort ones too: they free a pod slot) per node row, and sums
+their requests per queue
 as numpy arrays. A preemptor then only looks at rows where `future_idle + candidate
 resources` could fit it, never at every task of the cluster. The sums are not lowered on
 eviction: an evicted victim moves into the node's releasing (hence future idle), so the
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
 
     from scheduler_core.framework.node_table import NodeTable
     from scheduler_core.framework.session import Session
-    from scheduler_core.model import TaskInfo
+    from scheduler_core.model import QueueInfo, TaskInfo
 
 
 def needed_columns(vec: np.ndarray) -> np.ndarray:
@@ -57,7 +58,7 @@ class VictimIndex:
                 continue
             rows, vecs = self._parts.setdefault(job.queue, ([], []))
             for task in job.tasks_in(TaskStatus.RUNNING):
-                if task.best_effort or not task.preemptable or task.node_name not in index:
+                if not task.preemptable or task.node_name not in index:
                     continue
                 row = index[task.node_name]
                 self.by_row[row].append(task)
@@ -167,6 +168,17 @@ def victims_fit(ssn: Session, task: TaskInfo, row: int, victims: list[TaskInfo],
     return bool(((vec[cols] - avail[cols]) < MIN_RESOURCE).all())
 
 
+def released_by(ssn: Session, victims: list[TaskInfo], index: VictimIndex) -> np.ndarray:
+    """Summed request vector of the victims (what evicting all of them releases)."""
+    table = ssn.node_table
+    total = np.zeros(len(table.dims))
+    vectors = index.vec
+    for v in victims:
+        vec = vectors.get(v.uid)
+        total += table.vector(v.resreq) if vec is None else vec
+    return total
+
+
 def victim_order(ssn: Session, preemptor: TaskInfo, victims: list[TaskInfo],
                  index: VictimIndex | None = None, job_keys: dict[str, tuple] | None = None,
                  ) -> list[TaskInfo]:
@@ -201,7 +213,7 @@ def victim_order(ssn: Session, preemptor: TaskInfo, victims: list[TaskInfo],
         pq = ssn.queues[jobs[preemptor.job_uid].queue]
         queues = ssn.queues
         queue_names.sort(key=cmp_to_key(
-            lambda a, b: ssn.victim_queue_compare(queues[a], queues[b], pq)))
+            lambda a, b: victim_queue_compare(ssn, queues[a], queues[b], pq)))
     out: list[TaskInfo] = []
     for q in queue_names:
         for uid in by_queue[q]:
@@ -210,6 +222,12 @@ def victim_order(ssn: Session, preemptor: TaskInfo, victims: list[TaskInfo],
                 _reverse_task_order(ssn, tasks, index)
             out.extend(tasks)
     return out
+
+
+def victim_queue_compare(ssn: Session, lhs: QueueInfo, rhs: QueueInfo, preemptor_queue: QueueInfo) -> int:
+    """<0 when victims are taken from queue lhs first: the session's combiner
+    (`CallbackRegistry.victim_queue_compare`: plugins, else the reverse of the queue order)."""
+    return ssn.victim_queue_compare(lhs, rhs, preemptor_queue)
 
 
 def _reverse_task_order(ssn: Session, tasks: list[TaskInfo], index: VictimIndex | None) -> None:
@@ -255,17 +273,27 @@ def _victim_order_cmp(ssn: Session, preemptor: TaskInfo, victims: list[TaskInfo]
             return -ssn.task_compare(lv, rv)
         lj, rj = ssn.jobs[lv.job_uid], ssn.jobs[rv.job_uid]
         if lj.queue != rj.queue:
-            return ssn.victim_queue_compare(ssn.queues[lj.queue], ssn.queues[rj.queue], pq)
+            return victim_queue_compare(ssn, ssn.queues[lj.queue], ssn.queues[rj.queue], pq)
         return -ssn.job_compare(lj, rj)
 
     return sorted(victims, key=cmp_to_key(cmp))
 
 
-def rows_by_score(ssn: Session, task: TaskInfo, rows: np.ndarray) -> list[int]:
-    """Candidate rows, best score first, ties to the lowest row (name first)."""
+def rows_by_score(ssn: Session, task: TaskInfo, rows: np.ndarray, action: str = "preempt") -> list[int]:
+    """Candidate rows, best score first, ties to the lowest row (name first).
+
+    When the session records scores, the order and each row's scores are recorded for the
+    task as `action`'s try (every row is kept until the task's node is known).
+    """
     idx = np.nonzero(rows)[0]
+    recorder = ssn.score_recorder
     if len(idx) <= 1:
+        if recorder is not None:
+            recorder.record_mask(task, action, rows, keep_all=True, pipelined=True)
         return [int(i) for i in idx]
-    scores = ssn.node_scores(task, rows)[idx]
+    all_scores = ssn.node_scores(task, rows)
+    if recorder is not None:
+        recorder.record_mask(task, action, rows, all_scores, keep_all=True, pipelined=True)
+    scores = all_scores[idx]
     order = np.lexsort((idx, -scores))
     return [int(i) for i in idx[order]]

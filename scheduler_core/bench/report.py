@@ -79,6 +79,8 @@ TARGETS: list[tuple[str, dict[str, Any], str, float, str]] = [
     ("db", {"size": "M", "scenario": "fill"}, "schedule_ms_p99", 250, "max"),
     ("db", {"size": "M", "scenario": "fill"}, "write_ms_p99", 150, "max"),
     ("db", {"size": "L", "scenario": "fill"}, "cycle_ms_p99", 3000, "max"),
+    ("db", {"size": "L", "scenario": "steady"}, "cycle_ms_p99", 500, "max"),
+    ("db", {"size": "L", "scenario": "steady"}, "p99_per_period", 0.25, "max"),
     ("db", {"size": "M", "scenario": "fill"}, "placements_per_s", 20_000, "min"),
     ("db", {"size": "M", "scenario": "fill"}, "load_vs_select", 3, "max"),
     ("db", {"size": "M", "scenario": "fill"}, "write_vs_copy", 3, "max"),

@@ -2,7 +2,8 @@
 
 Semantics page section 4. Plugins are asked in tier order, then plugin order, skipping plugins
 whose extension-point switch is off. Each plugin registers at most one callback per kind
-(a second registration replaces the first, like Volcano's maps keyed by plugin name).
+(a second registration replaces the first, and its companions, like Volcano's maps keyed by
+plugin name). Callback types and companions: framework/extension_points.py.
 """
 
 from __future__ import annotations
@@ -11,34 +12,36 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from scheduler_core.framework.conf import Tier
+from scheduler_core.framework.extension_points import (
+    COMPANIONS,
+    KIND_FLAG,
+    PLACEMENT_KINDS,
+    AllocatableFn,
+    BatchNodeOrderFn,
+    EvictableFn,
+    JobEnqueuedFn,
+    JobOrderFn,
+    NamespaceOrderFn,
+    NodeOrderFn,
+    OrderKeyFn,
+    PredicateFn,
+    QueueOrderFn,
+    RowScoreFn,
+    TaskOrderFn,
+    ValidateExFn,
+    ValidateFn,
+    VictimCompareFn,
+    VictimJobFilterFn,
+    VictimTasksFn,
+    VoteFn,
+)
 from scheduler_core.framework.interface import EventHandler, ValidateResult
 
 if TYPE_CHECKING:
+    from scheduler_core.framework.signature import Signature
     from scheduler_core.model import JobInfo, QueueInfo, TaskInfo
 
-# callback kind -> switch that gates it (None = never gated)
-KIND_FLAG: dict[str, str | None] = {
-    "job_order": "enabledJobOrder",
-    "queue_order": "enabledQueueOrder",
-    "victim_queue_order": "enabledQueueOrder",
-    "task_order": "enabledTaskOrder",
-    "namespace_order": "enabledNamespaceOrder",
-    "predicate": "enabledPredicate",
-    "node_order": "enabledNodeOrder",
-    "batch_node_order": "enabledNodeOrder",
-    "preemptable": "enabledPreemptable",
-    "reclaimable": "enabledReclaimable",
-    "victim_tasks": "enabledVictim",
-    "overused": "enabledOverused",
-    "allocatable": "enabledAllocatable",
-    "preemptive": "enablePreemptive",
-    "job_ready": "enabledJobReady",
-    "job_pipelined": "enabledJobPipelined",
-    "job_valid": None,
-    "job_enqueueable": "enabledJobEnqueued",
-    "job_enqueued": "enabledJobEnqueued",
-    "job_starving": "enabledJobStarving",
-}
+__all__ = ["KIND_FLAG", "PLACEMENT_KINDS", "CallbackRegistry"]
 
 
 def _fallback(l_created: float, r_created: float, l_name: str, r_name: str) -> int:
@@ -61,37 +64,39 @@ class CallbackRegistry:
         self._tier_cache: dict[str, list[list[tuple[str, Any]]]] = {}
         self._flat_cache: dict[str, list[tuple[str, Any]]] = {}
         self.event_handlers: list[EventHandler] = []
-        # Optional one-row variants of node-order callbacks: (task, row) -> float on the
-        # session's full NodeTable; the per-placement re-score then makes no numpy calls.
-        self._row_fns: dict[str, dict[str, Any]] = {"node_order": {}, "batch_node_order": {}}
-        # Optional sort keys of order callbacks (see add_job_order_fn).
-        self._key_fns: dict[str, dict[str, Any]] = {"job_order": {}, "queue_order": {}}
+        # Companions declared with each registration (extension_points.COMPANIONS): kind ->
+        # plugin -> {keyword: value}; a re-registration replaces them with its own.
+        self._companions: dict[str, dict[str, dict[str, Any]]] = {kind: {} for kind in COMPANIONS}
 
     # -- registration ------------------------------------------------------------------------
-    def _add(self, kind: str, name: str, fn: Any) -> None:
+    def _add(self, kind: str, name: str, fn: Any, **companions: Any) -> None:
         self._fns[kind][name] = fn
+        if kind in COMPANIONS:
+            self._companions[kind][name] = companions
         self._tier_cache.pop(kind, None)
         self._flat_cache.pop(kind, None)
         self._flat_cache.pop("_row_score", None)
 
-    def add_job_order_fn(self, name: str, fn: Callable[[JobInfo, JobInfo], int],
-                         key_fn: Callable[[JobInfo], Any] | None = None) -> None:
+    def companion(self, kind: str, name: str, keyword: str) -> Any:
+        """What plugin `name` declared as `keyword` with its `kind` registration (None if nothing)."""
+        return self._companions.get(kind, {}).get(name, {}).get(keyword)
+
+    def add_job_order_fn(self, name: str, fn: JobOrderFn,
+                         key_fn: OrderKeyFn[JobInfo] | None = None) -> None:
         """Job order: <0 when l goes first.
 
         `key_fn(job)`, when given, must agree with `fn`: `fn(l, r)` has the sign of comparing
         `key_fn(l)` with `key_fn(r)` (so sorting by the key gives the comparator's order).
         """
-        self._add("job_order", name, fn)
-        self._key_fns["job_order"][name] = key_fn
+        self._add("job_order", name, fn, key_fn=key_fn)
 
-    def add_queue_order_fn(self, name: str, fn: Callable[[QueueInfo, QueueInfo], int],
-                           key_fn: Callable[[QueueInfo], Any] | None = None) -> None:
+    def add_queue_order_fn(self, name: str, fn: QueueOrderFn,
+                           key_fn: OrderKeyFn[QueueInfo] | None = None) -> None:
         """Queue order: <0 when l goes first (`key_fn` as for job order)."""
-        self._add("queue_order", name, fn)
-        self._key_fns["queue_order"][name] = key_fn
+        self._add("queue_order", name, fn, key_fn=key_fn)
 
     def _order_key(self, kind: str, tail: Callable[[Any], tuple]) -> Callable[[Any], tuple] | None:
-        fns = [self._key_fns[kind].get(name) for name, _ in self._flat(kind)]
+        fns = [self.companion(kind, name, "key_fn") for name, _ in self._flat(kind)]
         if any(fn is None for fn in fns):
             return None
         keys = [fn for fn in fns if fn is not None]
@@ -109,95 +114,108 @@ class CallbackRegistry:
         """A sort key equal to `queue_compare`'s order, or None (as `job_order_key`)."""
         return self._order_key("queue_order", lambda q: (q.created, q.name))
 
-    def add_victim_queue_order_fn(self, name: str,
-                                  fn: Callable[[QueueInfo, QueueInfo, QueueInfo], int]) -> None:
+    def add_victim_queue_order_fn(self, name: str, fn: VictimCompareFn) -> None:
         """Victim queue order (l, r, preemptor queue): <0 when l is taken from first."""
         self._add("victim_queue_order", name, fn)
 
-    def add_task_order_fn(self, name: str, fn: Callable[[TaskInfo, TaskInfo], int]) -> None:
+    def add_task_order_fn(self, name: str, fn: TaskOrderFn) -> None:
         """Task order: <0 when l goes first."""
         self._add("task_order", name, fn)
 
-    def add_namespace_order_fn(self, name: str, fn: Callable[[str, str], int]) -> None:
+    def add_namespace_order_fn(self, name: str, fn: NamespaceOrderFn) -> None:
         """Namespace order: <0 when l goes first."""
         self._add("namespace_order", name, fn)
 
-    def add_predicate_fn(self, name: str, fn: Callable, static: bool = False) -> None:
+    def add_predicate_fn(self, name: str, fn: PredicateFn, static: bool = False, *,
+                         signature: Signature | None = None) -> None:
         """Predicate `(task, table) -> [(reason, failing_mask)]`.
 
         `static=True` promises the answer depends only on `task.sched_key` and on node facts
         that do not change within a session (labels, taints, unschedulable): it is cached.
+        `signature` names the task fields the answer reads (framework.signature); None: cannot sign.
         """
-        self._add("predicate", name, (fn, static))
+        self._add("predicate", name, (fn, static), static=static, signature=signature)
 
-    def add_node_order_fn(self, name: str, fn: Callable, row_fn: Callable | None = None) -> None:
+    def add_node_order_fn(self, name: str, fn: NodeOrderFn, row_fn: RowScoreFn | None = None, *,
+                          signature: Signature | None = None) -> None:
         """Node scores `(task, table, mask) -> float array` (row-aligned); summed over plugins.
 
         `row_fn(task, row) -> float`, when given, must equal `fn`'s score of that row of the
-        session's full table; it serves the one-row re-score after each placement.
+        session's full table scored alone (a one-row mask); it serves the re-score after a placement.
+        `signature` as for predicates.
         """
-        self._add("node_order", name, fn)
-        self._row_fns["node_order"][name] = row_fn
+        self._add("node_order", name, fn, row_fn=row_fn, signature=signature)
 
-    def add_batch_node_order_fn(self, name: str, fn: Callable, row_fn: Callable | None = None) -> None:
-        """Batch node scores, same signature as node order; added on top (`row_fn` as above)."""
-        self._add("batch_node_order", name, fn)
-        self._row_fns["batch_node_order"][name] = row_fn
+    def add_batch_node_order_fn(self, name: str, fn: BatchNodeOrderFn, row_fn: RowScoreFn | None = None,
+                                *, signature: Signature | None = None) -> None:
+        """Batch node scores, same signature as node order; added on top (`row_fn`, `signature` as above)."""
+        self._add("batch_node_order", name, fn, row_fn=row_fn, signature=signature)
 
-    def row_score_fns(self) -> list[tuple[str, Callable | None]]:
+    def placement_signatures(self) -> list[tuple[str, str, Signature | None]]:
+        """(kind, plugin, signature) of every enabled predicate / node-order / batch callback."""
+        return [(kind, name, self.companion(kind, name, "signature"))
+                for kind in PLACEMENT_KINDS for name, _ in self._flat(kind)]
+
+    def row_score_fns(self) -> list[tuple[str, RowScoreFn | None]]:
         """Enabled node-order then batch-node-order callbacks as (plugin, row_fn or None)."""
         hit = self._flat_cache.get("_row_score")
         if hit is None:
-            hit = [(name, self._row_fns[kind].get(name))
+            hit = [(name, self.companion(kind, name, "row_fn"))
                    for kind in ("node_order", "batch_node_order") for name, _ in self._flat(kind)]
             self._flat_cache["_row_score"] = hit
         return hit
 
-    def add_preemptable_fn(self, name: str, fn: Callable) -> None:
-        """Victims `(preemptor, preemptees) -> (victims, vote)`; vote 0 = abstain."""
-        self._add("preemptable", name, fn)
+    def add_preemptable_fn(self, name: str, fn: EvictableFn, *,
+                           victim_job_filter: VictimJobFilterFn | None = None) -> None:
+        """Victims `(preemptor, preemptees) -> (victims, vote)`; vote 0 = abstain.
 
-    def add_reclaimable_fn(self, name: str, fn: Callable) -> None:
-        """Victims `(reclaimer, reclaimees) -> (victims, vote)`; vote 0 = abstain."""
-        self._add("reclaimable", name, fn)
+        `victim_job_filter(job)` False, when given, promises none of the job's tasks is among
+        `fn`'s victims while they keep their statuses, and `fn` never abstains (victim pruning).
+        """
+        self._add("preemptable", name, fn, victim_job_filter=victim_job_filter)
 
-    def add_victim_tasks_fn(self, name: str, fn: Callable[[], list]) -> None:
+    def add_reclaimable_fn(self, name: str, fn: EvictableFn, *,
+                           victim_job_filter: VictimJobFilterFn | None = None) -> None:
+        """Victims `(reclaimer, reclaimees) -> (victims, vote)`; vote 0 = abstain (filter as above)."""
+        self._add("reclaimable", name, fn, victim_job_filter=victim_job_filter)
+
+    def add_victim_tasks_fn(self, name: str, fn: VictimTasksFn) -> None:
         """Tasks a plugin wants evicted (rescheduling); answers are united."""
         self._add("victim_tasks", name, fn)
 
-    def add_overused_fn(self, name: str, fn: Callable[[QueueInfo], bool]) -> None:
+    def add_overused_fn(self, name: str, fn: ValidateFn[QueueInfo]) -> None:
         """Queue overused: any yes makes it overused."""
         self._add("overused", name, fn)
 
-    def add_allocatable_fn(self, name: str, fn: Callable[[QueueInfo, TaskInfo], bool]) -> None:
+    def add_allocatable_fn(self, name: str, fn: AllocatableFn) -> None:
         """Queue may take the task: every plugin must say yes."""
         self._add("allocatable", name, fn)
 
-    def add_preemptive_fn(self, name: str, fn: Callable[[QueueInfo, TaskInfo], bool]) -> None:
+    def add_preemptive_fn(self, name: str, fn: AllocatableFn) -> None:
         """Queue may reclaim for the task: every plugin must say yes."""
         self._add("preemptive", name, fn)
 
-    def add_job_ready_fn(self, name: str, fn: Callable[[JobInfo], bool]) -> None:
+    def add_job_ready_fn(self, name: str, fn: ValidateFn[JobInfo]) -> None:
         """Job ready to bind: every plugin must say yes."""
         self._add("job_ready", name, fn)
 
-    def add_job_pipelined_fn(self, name: str, fn: Callable[[JobInfo], int]) -> None:
+    def add_job_pipelined_fn(self, name: str, fn: VoteFn) -> None:
         """Job pipelined vote (+1 permit, 0 abstain, -1 reject)."""
         self._add("job_pipelined", name, fn)
 
-    def add_job_valid_fn(self, name: str, fn: Callable[[JobInfo], ValidateResult | None]) -> None:
+    def add_job_valid_fn(self, name: str, fn: ValidateExFn) -> None:
         """Job validity; a failing ValidateResult leaves the job out of all actions."""
         self._add("job_valid", name, fn)
 
-    def add_job_enqueueable_fn(self, name: str, fn: Callable[[JobInfo], int]) -> None:
+    def add_job_enqueueable_fn(self, name: str, fn: VoteFn) -> None:
         """Job enqueueable vote (+1 permit, 0 abstain, -1 reject)."""
         self._add("job_enqueueable", name, fn)
 
-    def add_job_enqueued_fn(self, name: str, fn: Callable[[JobInfo], None]) -> None:
+    def add_job_enqueued_fn(self, name: str, fn: JobEnqueuedFn) -> None:
         """Called after a job is admitted to Inqueue (reserve its resources)."""
         self._add("job_enqueued", name, fn)
 
-    def add_job_starving_fn(self, name: str, fn: Callable[[JobInfo], bool]) -> None:
+    def add_job_starving_fn(self, name: str, fn: ValidateFn[JobInfo]) -> None:
         """Job starving; the first tier with such functions decides."""
         self._add("job_starving", name, fn)
 
@@ -226,6 +244,7 @@ class CallbackRegistry:
         return hit
 
     def _first_nonzero(self, kind: str, *args: Any) -> int:
+        # The order rule: across tiers, then plugins, the first non-zero comparison wins.
         for _, fn in self._flat(kind):
             j = fn(*args)
             if j != 0:
@@ -234,7 +253,8 @@ class CallbackRegistry:
 
     # -- orders ------------------------------------------------------------------------------
     def job_compare(self, lhs: JobInfo, rhs: JobInfo) -> int:
-        """<0 when lhs goes first: plugins, then creation time, then uid."""
+        """<0 when lhs goes first. Rule: the first non-zero plugin answer (tier, then plugin
+        order) wins; all zero: earlier creation time, then uid."""
         return (self._first_nonzero("job_order", lhs, rhs)
                 or _fallback(lhs.created, rhs.created, lhs.uid, rhs.uid))
 
@@ -243,7 +263,8 @@ class CallbackRegistry:
         return self.job_compare(lhs, rhs) < 0
 
     def queue_compare(self, lhs: QueueInfo, rhs: QueueInfo) -> int:
-        """<0 when lhs goes first: plugins, then creation time, then name."""
+        """<0 when lhs goes first. Rule: the first non-zero plugin answer wins; all zero:
+        earlier creation time, then name."""
         return (self._first_nonzero("queue_order", lhs, rhs)
                 or _fallback(lhs.created, rhs.created, lhs.name, rhs.name))
 
@@ -252,16 +273,22 @@ class CallbackRegistry:
         return self.queue_compare(lhs, rhs) < 0
 
     def victim_queue_compare(self, lhs: QueueInfo, rhs: QueueInfo, preemptor_queue: QueueInfo) -> int:
-        """<0 when victims are taken from lhs first."""
+        """<0 when victims are taken from lhs first (Volcano's VictimQueueOrderFn).
+
+        Rule: the first non-zero victim-queue-order answer wins; all zero: the
+        queue that would be served last gives first: the reverse of the full queue order
+        (queue-order plugins such as priority and share, then creation time and name).
+        """
         return (self._first_nonzero("victim_queue_order", lhs, rhs, preemptor_queue)
-                or _fallback(lhs.created, rhs.created, lhs.name, rhs.name))
+                or -self.queue_compare(lhs, rhs))
 
     def victim_queue_order_fn(self, lhs: QueueInfo, rhs: QueueInfo, preemptor_queue: QueueInfo) -> bool:
         """True when victims are taken from queue lhs before rhs."""
         return self.victim_queue_compare(lhs, rhs, preemptor_queue) < 0
 
     def task_compare(self, lhs: TaskInfo, rhs: TaskInfo) -> int:
-        """<0 when lhs goes first: plugins, then creation time, then uid."""
+        """<0 when lhs goes first. Rule: the first non-zero plugin answer wins; all zero:
+        earlier creation time, then uid."""
         return (self._first_nonzero("task_order", lhs, rhs)
                 or _fallback(lhs.created, rhs.created, lhs.uid, rhs.uid))
 
@@ -270,7 +297,8 @@ class CallbackRegistry:
         return self.task_compare(lhs, rhs) < 0
 
     def namespace_compare(self, lhs: str, rhs: str) -> int:
-        """<0 when namespace lhs goes first: plugins, then name."""
+        """<0 when namespace lhs goes first. Rule: the first non-zero plugin answer wins; all
+        zero: by name."""
         j = self._first_nonzero("namespace_order", lhs, rhs)
         if j:
             return j
@@ -282,24 +310,26 @@ class CallbackRegistry:
 
     # -- all / any ---------------------------------------------------------------------------
     def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
-        """Every enabled plugin must allow the queue to take the task."""
+        """May the queue take the task? Rule: all: every enabled plugin of every tier says yes
+        (none registered: yes)."""
         return all(fn(queue, task) for _, fn in self._flat("allocatable"))
 
     def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
-        """Every enabled plugin must allow the queue to reclaim for the task."""
+        """May the queue reclaim for the task? Rule: all (every enabled plugin; none: yes)."""
         return all(fn(queue, task) for _, fn in self._flat("preemptive"))
 
     def job_ready(self, job: JobInfo) -> bool:
-        """Every enabled plugin must say the job is ready."""
+        """Is the job ready to bind? Rule: all (every enabled plugin; none: yes)."""
         return all(fn(job) for _, fn in self._flat("job_ready"))
 
     def overused(self, queue: QueueInfo) -> bool:
-        """Any enabled plugin saying yes makes the queue overused."""
+        """Is the queue overused? Rule: any: one enabled plugin saying yes suffices (none: no)."""
         return any(fn(queue) for _, fn in self._flat("overused"))
 
     # -- votes -------------------------------------------------------------------------------
     def _vote(self, kind: str, job: JobInfo) -> bool:
-        # A reject anywhere says no; a permit decides yes at the end of its tier; else yes.
+        # Tiers in order: a reject (-1) says no at once; a permit (+1) decides yes at the end of
+        # its tier (later tiers are not asked); a tier of abstainers (0) passes on; none: yes.
         for tier in self.enabled_fns(kind):
             permit = False
             for _, fn in tier:
@@ -313,27 +343,30 @@ class CallbackRegistry:
         return True
 
     def job_pipelined(self, job: JobInfo) -> bool:
-        """Vote of the job-pipelined callbacks."""
+        """May the job count as pipelined? Rule: vote (a reject anywhere says no; the first tier
+        with a permit and no reject says yes; no permit anywhere: yes)."""
         return self._vote("job_pipelined", job)
 
     def job_enqueueable(self, job: JobInfo) -> bool:
-        """Vote of the job-enqueueable callbacks."""
+        """May the job enter Inqueue? Rule: vote, as job_pipelined."""
         return self._vote("job_enqueueable", job)
 
     def job_enqueued(self, job: JobInfo) -> None:
-        """Tell the plugins a job was admitted."""
+        """Tell the plugins a job was admitted. Rule: every enabled plugin, tier order."""
         for _, fn in self._flat("job_enqueued"):
             fn(job)
 
     def job_starving(self, job: JobInfo) -> bool:
-        """The first tier with starving callbacks decides (all must say yes); none = no."""
+        """Is the job starving? Rule: the first tier with starving callbacks decides (all of
+        them must say yes); no callbacks anywhere: no."""
         for tier in self.enabled_fns("job_starving"):
             if tier:
                 return all(fn(job) for _, fn in tier)
         return False
 
     def job_valid(self, job: JobInfo) -> ValidateResult | None:
-        """The first failing ValidateResult, or None when the job is valid."""
+        """The first failing ValidateResult, or None when the job is valid. Rule: first failure
+        in tier, then plugin order; switches do not apply (job validity is never gated)."""
         for _, fn in self._flat("job_valid"):
             res = fn(job)
             if res is not None and not res.passed:
@@ -363,15 +396,18 @@ class CallbackRegistry:
         return []
 
     def preemptable(self, preemptor: TaskInfo, preemptees: list[TaskInfo]) -> list[TaskInfo]:
-        """Victims the plugins agree the preemptor may evict."""
+        """Victims the preemptor may evict. Rule: the first tier where some plugin does not
+        abstain decides; its answer is the intersection of its answers (in the first answer's
+        order; one empty answer empties it); every tier abstains: none."""
         return self._victims("preemptable", preemptor, preemptees)
 
     def reclaimable(self, reclaimer: TaskInfo, reclaimees: list[TaskInfo]) -> list[TaskInfo]:
-        """Victims the plugins agree the reclaimer may evict."""
+        """Victims the reclaimer may evict. Rule: as preemptable (first answering tier decides,
+        intersection within it)."""
         return self._victims("reclaimable", reclaimer, reclaimees)
 
     def victim_tasks(self) -> list[TaskInfo]:
-        """Union of the victim-tasks callbacks, first occurrence order."""
+        """Tasks to evict. Rule: union of every enabled plugin's answer, first occurrence order."""
         seen: dict[str, TaskInfo] = {}
         for _, fn in self._flat("victim_tasks"):
             for t in fn():
@@ -379,27 +415,22 @@ class CallbackRegistry:
         return list(seen.values())
 
     # -- victim pruning (optional hooks; actions use them to skip nodes, never to decide) -------
-    def add_victim_job_filter_fn(self, kind: str, name: str, fn: Callable[[JobInfo], bool]) -> None:
-        """Companion of plugin `name`'s `kind` ("preemptable"/"reclaimable") victims callback.
+    def add_victim_job_filter_fn(self, kind: str, name: str, fn: VictimJobFilterFn) -> None:
+        """Declare `fn` as the `victim_job_filter` of plugin `name`'s registered `kind`
+        ("preemptable"/"reclaimable") callback, after the fact (plugins pass it to add_*_fn)."""
+        self._companions[kind].setdefault(name, {})["victim_job_filter"] = fn
 
-        `fn(job)` False promises: while the job's own tasks keep their statuses, none of them
-        is in that callback's answer, for any actor and candidates; and the callback never
-        abstains. Lets the actions skip nodes whose candidates all belong to such jobs.
-        """
-        self.__dict__.setdefault("_victim_job_filters", {}).setdefault(kind, {})[name] = fn
-
-    def victim_job_filters(self, kind: str) -> list[Callable[[JobInfo], bool]] | None:
+    def victim_job_filters(self, kind: str) -> list[VictimJobFilterFn] | None:
         """Filters bounding the `kind` victims: a victim's job passes all of them.
 
         They are the filters of the first tier with enabled `kind` callbacks (that tier decides,
         since filtered callbacks never abstain); None when that tier has no filter (no bound);
         `[]`-like "never" (one filter saying False) when no tier has callbacks (no victims).
         """
-        filters = self.__dict__.get("_victim_job_filters", {}).get(kind, {})
         for tier in self.enabled_fns(kind):
             if not tier:
                 continue
-            found = [filters[name] for name, _ in tier if name in filters]
+            found = [f for name, _ in tier if (f := self.companion(kind, name, "victim_job_filter"))]
             return found or None
         return [_never]
 

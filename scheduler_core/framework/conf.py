@@ -206,6 +206,26 @@ def _parse_configurations(raw: Any, problems: list[str]) -> dict[str, dict[str, 
     return out
 
 
+def _check_arguments(tiers: list[Tier], configurations: dict[str, dict[str, Any]],
+                     problems: list[str]) -> None:
+    """Arguments whose bad values would change scheduling silently: named, not guessed."""
+    from scheduler_core.plugins.capacity_reclaim import parse_level
+
+    for tier in tiers:
+        for opt in tier.plugins:
+            if opt.name == "capacity":
+                try:
+                    parse_level(opt.arguments)
+                except ValueError as exc:
+                    problems.append(f"plugin capacity: {exc}")
+    topology = (configurations.get("preempt") or {}).get("enableTopologyAwarePreemption")
+    if topology is not None and not isinstance(topology, bool):
+        problems.append("configurations (preempt): enableTopologyAwarePreemption must be true or false")
+    elif topology:
+        problems.append("configurations (preempt): enableTopologyAwarePreemption: true is not supported "
+                        "(kube-style dry-run preemption is not implemented); remove it or set it to false")
+
+
 def parse_conf(source: str | dict[str, Any]) -> SchedulerConf:
     """Parse YAML text or an already-loaded mapping; raise ConfError listing every problem."""
     if isinstance(source, str):
@@ -260,6 +280,7 @@ def parse_conf(source: str | dict[str, Any]) -> SchedulerConf:
     if unknown:
         problems.append(f"unknown plugin(s): {', '.join(unknown)}")
     configurations = _parse_configurations(data.get("configurations"), problems)
+    _check_arguments(tiers, configurations, problems)
     if problems:
         raise ConfError(problems)
     return SchedulerConf(actions=actions, tiers=tiers, configurations=configurations)

@@ -22,10 +22,12 @@ class Plugin:
         self.arguments: dict[str, Any] = dict(arguments or {})
 
     def on_session_open(self, ssn: Session) -> None:
-        """Register callbacks (ssn.add_*_fn(self.name, ...)) and compute per-session state."""
+        """Register callbacks (ssn.add_*_fn(self.name, ...)) and compute per-session state.
+
+        Timed by the session: `result.timing["plugin_<name>_open_s"]`."""
 
     def on_session_close(self, ssn: Session) -> None:
-        """Report figures into ssn.result; drop per-session state."""
+        """Report figures into ssn.result; drop per-session state (timed: `plugin_<name>_close_s`)."""
 
 
 class Action:

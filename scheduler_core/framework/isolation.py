@@ -84,10 +84,13 @@ def _task_problem(task: TaskInfo) -> JobError | None:
     return error_of(problem, "screen") if problem is not None else None
 
 
-def _spec_id(task: TaskInfo) -> tuple[int, ...]:
+def _spec_id(task: TaskInfo) -> tuple:
     # Loaders share decoded spec objects between identical tasks: check each combination once.
+    # Amounts and duration are plain numbers (each task has its own Resource): keyed by value.
+    req = task.resreq
     return (id(task.affinity), id(task.tolerations), id(task.node_selector), id(task.labels),
-            id(task.topology_spread_constraints), id(task.resreq.scalars) if task.resreq.scalars else 0)
+            id(task.topology_spread_constraints), req.milli_cpu, req.memory,
+            tuple(req.scalars.items()) if req.scalars else (), task.duration)
 
 
 def screen(snapshot: ClusterSnapshot) -> dict[str, JobError]:
@@ -98,7 +101,7 @@ def screen(snapshot: ClusterSnapshot) -> dict[str, JobError]:
         if uid in snapshot.set_aside:
             continue
         for task in job.tasks.values():
-            if task.status in (TaskStatus.SUCCEEDED, TaskStatus.FAILED):
+            if task._screened or task.status in (TaskStatus.SUCCEEDED, TaskStatus.FAILED):
                 continue
             key = _spec_id(task)
             if key in checked:
@@ -108,6 +111,7 @@ def screen(snapshot: ClusterSnapshot) -> dict[str, JobError]:
             if problem is not None:
                 found[uid] = problem
                 break
+            task._screened = True
     for uid, problem in found.items():
         set_aside(snapshot, uid, problem)
     return found

@@ -78,12 +78,8 @@ class NodeTable:
 
     def _make_view(self, rows: np.ndarray, sel: slice | np.ndarray) -> NodeTable:
         v = _RowView.__new__(_RowView)
-        v.rows, v._row_views, v._full = rows, {}, self
+        v.rows, v._row_views, v._full, v._sel = rows, {}, self, sel
         v.dims, v.dim_index, v._req_cache = self.dims, self.dim_index, self._req_cache
-        v.allocatable, v.idle, v.used = self.allocatable[sel], self.idle[sel], self.used[sel]
-        v.releasing, v.pipelined, v.future = self.releasing[sel], self.pipelined[sel], self.future[sel]
-        v.pod_count, v.max_pods = self.pod_count[sel], self.max_pods[sel]
-        v.schedulable = self.schedulable[sel]
         return v
 
     # -- rows ------------------------------------------------------------------------------
@@ -215,21 +211,30 @@ class NodeTable:
         return {reason: int(m.sum()) for reason, m in self.insufficient_masks(resreq, mask, future)}
 
 
+# The row-aligned arrays a view selects from the full table when first read.
+_VIEW_ARRAYS = frozenset({"allocatable", "idle", "used", "releasing", "pipelined", "future", "pod_count",
+                          "max_pods", "schedulable"})
+
+
 class _RowView(NodeTable):
-    """A NodeTable view (see NodeTable.view): arrays are set at creation; the per-row Python
-    lists (nodes, names, index) are built only if a plugin asks, since scoring reads arrays only.
+    """A NodeTable view (see NodeTable.view): each array and the per-row Python lists (nodes,
+    names, index) are selected only when a plugin first reads them (scorers read two or three).
     """
 
     _full: NodeTable
+    _sel: slice | np.ndarray
 
     def __len__(self) -> int:
         return len(self.rows)  # type: ignore[arg-type]
 
     def __getattr__(self, name: str) -> object:
-        # Only called for attributes not set yet: the lazy lists.
-        if name == "nodes":
+        # Only called for attributes not set yet: the lazy arrays and lists.
+        if name in _VIEW_ARRAYS:
+            # A slice (one-row views) is live; a row list copies, as the view is used at once.
+            value: object = getattr(self._full, name)[self._sel]
+        elif name == "nodes":
             full_nodes = self._full.nodes
-            value: object = [full_nodes[i] for i in self.rows.tolist()]  # type: ignore[union-attr]
+            value = [full_nodes[i] for i in self.rows.tolist()]  # type: ignore[union-attr]
         elif name == "names":
             value = [n.name for n in self.nodes]
         elif name == "index":

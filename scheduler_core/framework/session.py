@@ -27,6 +27,7 @@ from scheduler_core.framework.isolation import JobError
 from scheduler_core.framework.node_table import NodeTable
 from scheduler_core.framework.registry import load_all, plugin_builders
 from scheduler_core.model import ClusterSnapshot, JobInfo, JobPhase, NodeInfo, QueueInfo, TaskInfo, TaskStatus
+from scheduler_core.node_scores import ScoreRecorder, top_count
 from scheduler_core.resources import Resource
 from scheduler_core.result import SessionResult
 
@@ -44,6 +45,8 @@ class Session(CallbackRegistry):
         self.priority_classes = snapshot.priority_classes
         self.now = snapshot.now
         self._init_callbacks(conf.tiers)
+        # (handler count, allocate funcs, deallocate funcs), rebuilt by _fire when handlers change.
+        self._hooks: tuple[int, list[Any], list[Any]] = (-1, [], [])
         self.node_table = NodeTable(self.nodes.values())
         self.total_resource = Resource.empty()
         for node in self.node_table.nodes:
@@ -63,6 +66,8 @@ class Session(CallbackRegistry):
         self.quarantined: dict[str, JobError] = dict(snapshot.set_aside)
         for uid, error in self.quarantined.items():
             self.result.job_errors[uid] = error.to_json()
+        # Per-node score recording (scheduler_core.node_scores), None = off: set by open_session.
+        self.score_recorder: ScoreRecorder | None = None
         self._opened_at = time.perf_counter()
 
     # -- small lookups -------------------------------------------------------------------------
@@ -168,6 +173,30 @@ class Session(CallbackRegistry):
             scores += fn(task, table, mask)
         return scores
 
+    def node_score_parts(self, task: TaskInfo, mask: np.ndarray, rows: np.ndarray) -> dict[str, np.ndarray]:
+        """Per plugin, its node-order plus batch-node-order score at each of `rows` (rows in `mask`).
+
+        The breakdown of `node_scores(task, mask)[rows]`, computed the same way over the same
+        mask (scores normalised over the scored nodes, e.g. topology spread, depend on it);
+        plugins in callback order. Only the score recording (scheduler_core.node_scores) asks.
+        """
+        table = self.node_table
+        n = len(table)
+        fns = self._flat("node_order") + self._flat("batch_node_order")
+        out: dict[str, np.ndarray] = {}
+        sel = np.flatnonzero(mask)
+        view = None
+        if 0 < len(sel) * 4 < n:  # the view path of node_scores
+            view, ones, at = table.view(sel), np.ones(len(sel), dtype=bool), np.searchsorted(sel, rows)
+        for name, fn in fns:
+            if view is not None:
+                got = fn(task, view, ones)
+                part = got[rows] if len(got) == n else got[at]
+            else:
+                part = fn(task, table, mask)[rows]
+            out[name] = out[name] + part if name in out else np.asarray(part, dtype=float)
+        return out
+
     def node_row_score(self, task: TaskInfo, row: int) -> float:
         """`node_scores(task, mask)[row]` for a mask holding only `row` (the per-placement re-score).
 
@@ -193,13 +222,19 @@ class Session(CallbackRegistry):
 
     # -- operations (Volcano's session/statement verbs) -----------------------------------------
     def _fire(self, task: TaskInfo, allocate: bool) -> None:
+        hooks = self._hooks
+        if hooks[0] != len(self.event_handlers):
+            # Handlers are only ever appended (mostly at open): re-read them when one was added.
+            handlers = self.event_handlers
+            hooks = self._hooks = (len(handlers), [h.allocate_func for h in handlers if h.allocate_func],
+                                   [h.deallocate_func for h in handlers if h.deallocate_func])
         ev = Event(task)
-        for h in self.event_handlers:
-            fn = h.allocate_func if allocate else h.deallocate_func
-            if fn is not None:
-                fn(ev)
+        for fn in hooks[1] if allocate else hooks[2]:
+            fn(ev)
 
     def _place(self, task: TaskInfo, node_name: str, status: TaskStatus) -> None:
+        if self.score_recorder is not None:  # before the node changes: the scores that decided
+            self.score_recorder.placing(task, node_name, status is TaskStatus.PIPELINED)
         node = self.nodes[node_name]
         task.node_name = node_name
         self.jobs[task.job_uid].update_task_status(task, status)
@@ -270,10 +305,18 @@ class Session(CallbackRegistry):
         self.fit_errors.setdefault(job_uid, {})[task_uid] = fit_errors
 
 
-def open_session(snapshot: ClusterSnapshot, conf: SchedulerConf) -> Session:
-    """Build the session and every configured plugin; call on_session_open in tier order."""
+def open_session(snapshot: ClusterSnapshot, conf: SchedulerConf, record_scores: bool | int = False,
+                 ) -> Session:
+    """Build the session and every configured plugin; call on_session_open in tier order.
+
+    `record_scores` (True = top 10, N = top N) records the per-node scores of the placement
+    decisions into `result.node_scores` at close (scheduler_core.node_scores); off by default.
+    """
     load_all()
     ssn = Session(snapshot, conf)
+    top = top_count(record_scores)
+    if top:
+        ssn.score_recorder = ScoreRecorder(ssn, top)
     for tier in conf.tiers:
         for opt in tier.plugins:
             builder = plugin_builders.get(opt.name)
@@ -282,11 +325,15 @@ def open_session(snapshot: ClusterSnapshot, conf: SchedulerConf) -> Session:
                 continue
             plugin = builder(opt.arguments)
             ssn.plugins[opt.name] = plugin
+    timing = ssn.result.timing
     for tier in conf.tiers:
         for opt in tier.plugins:
             plugin = ssn.plugins.get(opt.name)
             if plugin is not None:
+                # Each plugin times itself, as Volcano's framework records OnSessionOpen.
+                started = time.perf_counter()
                 plugin.on_session_open(ssn)
+                timing[f"plugin_{opt.name}_open_s"] = round(time.perf_counter() - started, 6)
     return ssn
 
 
@@ -337,10 +384,14 @@ def close_session(ssn: Session) -> SessionResult:
         for opt in tier.plugins:
             plugin = ssn.plugins.get(opt.name)
             if plugin is not None:
+                started = time.perf_counter()
                 plugin.on_session_close(ssn)
+                res.timing[f"plugin_{opt.name}_close_s"] = round(time.perf_counter() - started, 6)
     if importlib.util.find_spec("scheduler_core.reasons") is not None:
         from scheduler_core.reasons import build_reasons
 
         res.reasons = build_reasons(ssn)
+    if ssn.score_recorder is not None:
+        res.node_scores = ssn.score_recorder.finish(res)
     res.timing["session_s"] = round(time.perf_counter() - ssn._opened_at, 6)
     return res

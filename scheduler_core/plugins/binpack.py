@@ -17,6 +17,7 @@ import numpy as np
 
 from scheduler_core.framework.interface import Plugin
 from scheduler_core.framework.registry import register_plugin
+from scheduler_core.framework.signature import Signature
 
 if TYPE_CHECKING:
     from scheduler_core.framework.node_table import NodeTable
@@ -50,6 +51,8 @@ def parse_weights(arguments: dict[str, Any]) -> tuple[int, dict[str, int]]:
 @register_plugin("binpack")
 class BinpackPlugin(Plugin):
     """Scores nodes by how full the requested resources would be after placing the task."""
+
+    signature = Signature(("resreq",))  # the score reads the task's request only
 
     def __init__(self, arguments: dict | None = None) -> None:
         super().__init__(arguments)
@@ -138,4 +141,4 @@ class BinpackPlugin(Plugin):
         self._plans.clear()
         self._row_plans.clear()
         self._full = ssn.node_table
-        ssn.add_node_order_fn(self.name, self.score, self.row_score)
+        ssn.add_node_order_fn(self.name, self.score, row_fn=self.row_score, signature=self.signature)

@@ -11,6 +11,8 @@ under deserved), allocatable (Open, leaf, allocated + request <= real capability
 requested dimensions at every level, leaf to root), job enqueueable (the same chain with
 min_req + allocated + inqueue - elastic), job enqueued (inqueue to the leaf and ancestors),
 job valid (hierarchy: leaf queues only), events (allocated to the leaf and ancestors: O(depth)).
+Argument `ancestorReclaimLevel` (hierarchy only, default 0): reclaim also looks at the
+ancestors 1..N levels up (`capacity_reclaim`); flat queues ignore it with a warning.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from scheduler_core.framework.interface import Event, EventHandler, Plugin, ValidateResult
 from scheduler_core.framework.registry import register_plugin
 from scheduler_core.model import JobInfo, QueueInfo, QueueState, TaskInfo
+from scheduler_core.plugins import capacity_reclaim
 from scheduler_core.plugins.capacity_tree import CapacityTree, build_flat, build_hierarchy, queue_level
 from scheduler_core.plugins.queue_attr import (
     QueueAttr,
@@ -31,7 +34,8 @@ from scheduler_core.plugins.queue_attr import (
     quota_message,
     update_share,
 )
-from scheduler_core.resources import MIN_RESOURCE, Resource, Zero
+from scheduler_core.reason_figures import refusal as queue_refusal
+from scheduler_core.resources import Resource
 
 if TYPE_CHECKING:
     from scheduler_core.framework.session import Session
@@ -59,6 +63,8 @@ class CapacityPlugin(Plugin):
         self.queue_opts: dict[str, QueueAttr] = {}
         self._opened: dict[str, Resource] = {}
         self._chains: dict[str, list[QueueAttr]] = {}
+        # Validated by parse_conf; a plugin built by hand with a bad value fails here alike.
+        self.ancestor_level = capacity_reclaim.parse_level(self.arguments)
 
     @property
     def hierarchy(self) -> bool:
@@ -75,6 +81,9 @@ class CapacityPlugin(Plugin):
         self._opened = {n: a.deserved.clone() for n, a in self.queue_opts.items()}
         for w in self.tree.warnings:
             ssn.result.warn(w)
+        self.level = self.ancestor_level if hierarchy else 0
+        if self.ancestor_level and not hierarchy:
+            ssn.result.warn("capacity: ancestorReclaimLevel is ignored without enableHierarchy")
         self.ssn = ssn
         self.memo = ReasonMemo(ssn, self.name)
         ssn.add_queue_order_fn(self.name, self.queue_order)
@@ -178,9 +187,10 @@ class CapacityPlugin(Plugin):
             if names:
                 if not self.memo.has(task.job_uid, "QueueOverCapability"):
                     left = attr.real_capability.clone().sub_without_assert(attr.allocated)
+                    details = self._details(chain, attr, False)
+                    details["refusal"] = queue_refusal("allocate", attr.name, "real_capability", task.resreq)
                     self.memo.record(task.job_uid, "QueueOverCapability",
-                                     quota_message(attr.name, names, task.resreq, left),
-                                     self._details(chain, attr, False))
+                                     quota_message(attr.name, names, task.resreq, left), details)
                 return False
         return True
 
@@ -191,8 +201,7 @@ class CapacityPlugin(Plugin):
         attr = self.queue_opts.get(queue.name)
         if attr is None:
             return True
-        future = attr.allocated.clone().add(task.resreq)
-        return future.less_equal_partly_with_dimension(attr.deserved, task.resreq)
+        return capacity_reclaim.preemptive(self.queue_opts, attr, task, self.level)
 
     def job_enqueueable(self, job: JobInfo) -> int:
         """min_req + allocated + inqueue - elastic <= real capability at every level (min_req dims)."""
@@ -215,9 +224,10 @@ class CapacityPlugin(Plugin):
                 attr.real_capability, min_req)
             if not ok:
                 left = attr.real_capability.clone().sub_without_assert(used)
+                details = self._details(chain, attr, True)
+                details["refusal"] = queue_refusal("enqueue", attr.name, "real_capability", min_req)
                 self.memo.record(job.uid, "QueueOverCapability",
-                                 quota_message(attr.name, names, min_req, left),
-                                 self._details(chain, attr, True))
+                                 quota_message(attr.name, names, min_req, left), details)
                 return REJECT
         return PERMIT
 
@@ -233,28 +243,10 @@ class CapacityPlugin(Plugin):
 
     # -- victims --------------------------------------------------------------------------------
     def reclaimable(self, reclaimer: TaskInfo, reclaimees: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
-        """Seed 002's triple check on a per-queue simulated allocation."""
-        victims: list[TaskInfo] = []
-        allocations: dict[str, Resource] = {}
-        wanted = set(reclaimer.resreq.resource_names())
-        for reclaimee in reclaimees:
-            qname = self.ssn.jobs[reclaimee.job_uid].queue
-            attr = self.queue_opts.get(qname)
-            if attr is None:
-                continue
-            allocated = allocations.get(qname)
-            if allocated is None:
-                allocated = allocations[qname] = attr.allocated.clone()
-            uses = reclaimee.resreq.resource_names()
-            if not wanted.intersection(uses):
-                continue  # frees nothing the reclaimer needs
-            if not attr.guarantee.less_equal(allocated.clone().sub_without_assert(reclaimee.resreq), Zero):
-                continue  # would dig into the queue's guarantee
-            shared = [n for n in uses if n in set(attr.deserved.resource_names())]
-            if shared and not any(allocated.get(n) > attr.deserved.get(n) + MIN_RESOURCE for n in shared):
-                continue  # the queue is within its deserved where the reclaimee counts
-            allocated.sub_without_assert(reclaimee.resreq)
-            victims.append(reclaimee)
+        """Seed 002's triple check on a per-queue simulated allocation (plus ancestor levels)."""
+        jobs = self.ssn.jobs
+        queue_of = {t.job_uid: jobs[t.job_uid].queue for t in (reclaimer, *reclaimees)}
+        victims = capacity_reclaim.reclaimable(self.queue_opts, queue_of, reclaimer, reclaimees, self.level)
         return victims, PERMIT
 
     # -- events and simulation ------------------------------------------------------------------

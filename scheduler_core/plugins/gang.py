@@ -98,10 +98,8 @@ class GangPlugin(Plugin):
             return gang_victims(ssn, candidates), 1
 
         ssn.add_job_valid_fn(self.name, job_valid)
-        ssn.add_preemptable_fn(self.name, victims)
-        ssn.add_reclaimable_fn(self.name, victims)
-        ssn.add_victim_job_filter_fn("preemptable", self.name, gang_may_give)
-        ssn.add_victim_job_filter_fn("reclaimable", self.name, gang_may_give)
+        ssn.add_preemptable_fn(self.name, victims, victim_job_filter=gang_may_give)
+        ssn.add_reclaimable_fn(self.name, victims, victim_job_filter=gang_may_give)
         ssn.add_job_order_fn(self.name, job_order, key_fn=_ready_key)
         ssn.add_job_ready_fn(self.name, job_ready)
         ssn.add_job_pipelined_fn(self.name, job_pipelined)

@@ -2,7 +2,7 @@
 
 Arguments (seed 004, Volcano defaults): `leastrequested.weight` 1, `mostrequested.weight` 0,
 `balancedresource.weight` 1, `nodeaffinity.weight` 2, `tainttoleration.weight` 3
-(`podaffinity`, `podtopologyspread`, `imagelocality` weights are accepted and ignored).
+`podaffinity.weight` 2, `podtopologyspread.weight` 2 (`imagelocality` is accepted and ignored).
 Each kube score is 0-100 (MaxNodeScore) with kube's integer arithmetic, times its weight:
 - leastrequested: per cpu/memory `(alloc - req) * 100 // alloc` (0 when req > alloc),
   averaged (integer) over the dimensions whose allocatable is non-zero;
@@ -12,6 +12,11 @@ Each kube score is 0-100 (MaxNodeScore) with kube's integer arithmetic, times it
 - tainttoleration (batch): intolerable PreferNoSchedule taints per node, kube's reverse
   normalisation `100 - count * 100 // max_count`; max over every node of the table (not only
   the feasible ones) so one row's score never depends on the others' feasibility.
+- podtopologyspread (batch, weight 2): kube's PodTopologySpread score of the task's
+  `ScheduleAnyway` constraints, normalised over the scored nodes (`plugins.pod_spread`);
+- podaffinity (batch, weight 2): kube's InterPodAffinity score of the task's preferred pod
+  (anti-)affinity terms, normalised over the scored nodes.
+Both score 0 for a task without such terms, so they never change other tasks' scores.
 `req` = node used + task request. Kube's non-zero defaults for request-less pods are not applied.
 """
 
@@ -24,7 +29,15 @@ import numpy as np
 
 from scheduler_core.framework.interface import Plugin
 from scheduler_core.framework.registry import register_plugin
-from scheduler_core.plugins.predicates import NodeStatic, tolerates
+from scheduler_core.framework.signature import Signature
+from scheduler_core.plugins.node_static import NodeStatic, tolerates
+from scheduler_core.plugins.pod_spread import (
+    SOFT,
+    constraints,
+    pod_affinity_scores,
+    preferred_terms,
+    spread_scores,
+)
 
 if TYPE_CHECKING:
     from scheduler_core.framework.node_table import NodeTable
@@ -33,7 +46,7 @@ if TYPE_CHECKING:
 
 MAX_NODE_SCORE = 100
 DEFAULT_WEIGHTS = {"leastrequested": 1, "mostrequested": 0, "balancedresource": 1,
-                   "nodeaffinity": 2, "tainttoleration": 3}
+                   "nodeaffinity": 2, "tainttoleration": 3, "podaffinity": 2, "podtopologyspread": 2}
 
 
 def _weight(arguments: dict[str, Any], name: str) -> int:
@@ -104,6 +117,12 @@ def taint_toleration_scores(counts: np.ndarray) -> np.ndarray:
 @register_plugin("nodeorder")
 class NodeOrderPlugin(Plugin):
     """Weighted least/most requested, balanced resource, node affinity and taint scores."""
+
+    # Task fields the scores read: the request, preferred (pod) affinity, tolerations (taints) and
+    # spread constraints; labels, namespace and node selector (which nodes' pods count) only where
+    # inter-pod terms are scored.
+    signature = Signature(("resreq", "affinity", "tolerations", "topology_spread_constraints"),
+                          inter_pod=("labels", "namespace", "node_selector"))
 
     def __init__(self, arguments: dict | None = None) -> None:
         super().__init__(arguments)
@@ -198,11 +217,34 @@ class NodeOrderPlugin(Plugin):
         return total
 
     def batch_row_score(self, task: TaskInfo, r: int) -> float:
-        """batch_score() of row r of the session's table."""
-        w = self.weights["tainttoleration"]
-        if not w or self._full is None:
+        """batch_score() of row r of the session's table (scored alone, as a one-row mask is)."""
+        full = self._full
+        if full is None:
             return 0.0
-        return float(w * self.taint_scores(task, self._static(self._full))[r])
+        w = self.weights["tainttoleration"]
+        total = float(w * self.taint_scores(task, self._static(full))[r]) if w else 0.0
+        if self._pod_terms(task):
+            mask = np.zeros(len(full), dtype=bool)
+            mask[r] = True
+            total += float(self._pod_scores(task, full, mask)[r])
+        return total
+
+    def _pod_terms(self, task: TaskInfo) -> bool:
+        """The task carries terms the pod-level scores look at (weights on)."""
+        if self.weights["podtopologyspread"] and constraints(task, SOFT):
+            return True
+        return bool(self.weights["podaffinity"] and task.affinity
+                    and (preferred_terms(task, "podAffinity") or preferred_terms(task, "podAntiAffinity")))
+
+    def _pod_scores(self, task: TaskInfo, table: NodeTable, mask: np.ndarray) -> np.ndarray:
+        """Weighted topology spread and preferred pod affinity scores (rows of `table`)."""
+        static = self._static(table)
+        out = np.zeros(len(table))
+        if self.weights["podtopologyspread"]:
+            out += self.weights["podtopologyspread"] * spread_scores(task, table, static, mask)
+        if self.weights["podaffinity"] and task.affinity:
+            out += self.weights["podaffinity"] * pod_affinity_scores(task, table, static, mask)
+        return out
 
     def score(self, task: TaskInfo, table: NodeTable, mask: np.ndarray) -> np.ndarray:
         """Weighted resource and node affinity scores; rows outside `mask` score 0."""
@@ -227,20 +269,24 @@ class NodeOrderPlugin(Plugin):
         return out
 
     def batch_score(self, task: TaskInfo, table: NodeTable, mask: np.ndarray) -> np.ndarray:
-        """Weighted taint toleration score; rows outside `mask` score 0."""
-        if not self.weights["tainttoleration"]:
-            return np.zeros(len(table))
-        s = self.taint_scores(task, self._static(table))
-        if table.rows is not None:
-            s = s[table.rows]
-        return np.where(mask, self.weights["tainttoleration"] * s, 0.0)
+        """Weighted taint toleration, topology spread and pod affinity scores; rows outside `mask` 0."""
+        out = np.zeros(len(table))
+        if self.weights["tainttoleration"]:
+            s = self.taint_scores(task, self._static(table))
+            if table.rows is not None:
+                s = s[table.rows]
+            out = np.where(mask, self.weights["tainttoleration"] * s, 0.0)
+        if self._pod_terms(task):
+            out += self._pod_scores(task, table, mask)
+        return out
 
     def on_session_open(self, ssn: Session) -> None:
         """Register the node order and batch node order scores."""
         self.static = None
         self._full = ssn.node_table
-        ssn.add_node_order_fn(self.name, self.score, self.row_score)
-        ssn.add_batch_node_order_fn(self.name, self.batch_score, self.batch_row_score)
+        ssn.add_node_order_fn(self.name, self.score, row_fn=self.row_score, signature=self.signature)
+        ssn.add_batch_node_order_fn(self.name, self.batch_score, row_fn=self.batch_row_score,
+                                    signature=self.signature)
 
     def on_session_close(self, ssn: Session) -> None:
         """Drop per-session caches."""

@@ -12,10 +12,17 @@ Checked in this order (a node is blamed on the first that fails it):
    filter over the tasks on the nodes, session placements included): "node(s) didn't satisfy
    existing pods anti-affinity rules", "node(s) didn't match pod affinity rules",
    "node(s) didn't match pod anti-affinity rules";
-6. `predicate.ProportionalEnable`: for each resource in `predicate.resources`, a task that does
+6. topology spread `whenUnsatisfiable: DoNotSchedule` (switch `predicate.PodTopologySpreadEnable`,
+   kube's PodTopologySpread filter, `plugins.pod_spread`): "node(s) didn't match pod topology
+   spread constraints (missing required label)", "node(s) didn't match pod topology spread
+   constraints";
+7. `predicate.ProportionalEnable`: for each resource in `predicate.resources`, a task that does
    not request it must leave `rate * idle` of cpu (`.cpu`, cores per unit) and memory (`.memory`,
    GB per unit) on the node -> "proportional of resource <name> check failed".
 Steps 1-3 depend only on the task's sched_key and static node data: cached per key.
+Preempt and reclaim (semantics section 5) keep as candidates the nodes that fail only on what
+eviction can fix: `unresolvable_failures` lists the rest, and `row_failure` re-checks one node
+after each tentative eviction, Releasing tasks counted as gone.
 """
 
 from __future__ import annotations
@@ -26,6 +33,19 @@ import numpy as np
 
 from scheduler_core.framework.interface import Event, EventHandler, Plugin
 from scheduler_core.framework.registry import register_plugin
+from scheduler_core.framework.signature import Signature
+from scheduler_core.plugins.node_static import (  # noqa: F401  (re-exported: plugins and tests import them here)
+    FILTERED_EFFECTS,
+    Masks,
+    NodeStatic,
+    pod_terms,
+    selector_matches,
+    taint_reason,
+    term_matches,
+    tolerates,
+)
+from scheduler_core.plugins.pod_spread import SPREAD_MISSING_LABEL, spread_failures
+from scheduler_core.plugins.predicate_rows import resolvable_row_failure
 
 if TYPE_CHECKING:
     from scheduler_core.framework.node_table import NodeTable
@@ -38,9 +58,6 @@ TOO_MANY_PODS = "Too many pods"
 EXISTING_ANTI_AFFINITY = "node(s) didn't satisfy existing pods anti-affinity rules"
 POD_AFFINITY = "node(s) didn't match pod affinity rules"
 POD_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
-FILTERED_EFFECTS = ("NoSchedule", "NoExecute")
-
-Masks = list[tuple[str, np.ndarray]]
 
 
 def arg_bool(arguments: dict[str, Any], key: str, default: bool) -> bool:
@@ -59,194 +76,16 @@ def arg_float(arguments: dict[str, Any], key: str, default: float) -> float:
         return default
 
 
-def tolerates(toleration: dict, taint: dict) -> bool:
-    """Kubernetes' Toleration.ToleratesTaint (empty effect matches all, Exists ignores value)."""
-    effect = toleration.get("effect") or ""
-    if effect and effect != taint.get("effect"):
-        return False
-    key = toleration.get("key") or ""
-    if key and key != taint.get("key"):
-        return False
-    op = toleration.get("operator") or "Equal"
-    if op == "Exists":
-        return True
-    return op == "Equal" and (toleration.get("value") or "") == (taint.get("value") or "")
-
-
-def taint_reason(taint: dict) -> str:
-    """Kubernetes' wording for an untolerated taint."""
-    return f"node(s) had untolerated taint {{{taint.get('key', '')}: {taint.get('value', '') or ''}}}"
-
-
-def selector_matches(selector: dict | None, labels: dict[str, str]) -> bool:
-    """Kubernetes LabelSelector on pod labels (None matches nothing, {} matches everything)."""
-    if selector is None:
-        return False
-    for k, v in (selector.get("matchLabels") or {}).items():
-        if labels.get(k) != str(v):
-            return False
-    for e in selector.get("matchExpressions") or []:
-        key, op, values = e.get("key", ""), e.get("operator", ""), [str(v) for v in e.get("values") or []]
-        has = key in labels
-        if op == "In" and not (has and labels[key] in values):
-            return False
-        if op == "NotIn" and has and labels[key] in values:
-            return False
-        if (op == "Exists" and not has) or (op == "DoesNotExist" and has):
-            return False
-    return True
-
-
-def pod_terms(task: TaskInfo, kind: str) -> list[dict]:
-    """Required terms of `podAffinity` or `podAntiAffinity` of a task."""
-    return list(((task.affinity or {}).get(kind) or {}).get("requiredDuringSchedulingIgnoredDuringExecution")
-                or [])
-
-
-def term_matches(term: dict, owner: TaskInfo, pod: TaskInfo) -> bool:
-    """A pod (anti-)affinity term of `owner` selects `pod` (namespaces default to owner's)."""
-    namespaces = term.get("namespaces") or [owner.namespace]
-    return pod.namespace in namespaces and selector_matches(term.get("labelSelector"), pod.labels)
-
-
-class NodeStatic:
-    """Static node facts (names, labels, taints) as lazily built boolean columns over rows."""
-
-    def __init__(self, table: NodeTable) -> None:
-        self.n = len(table)
-        self.names = np.array(table.names, dtype=object)
-        self.labels = [node.labels for node in table.nodes]
-        self.taints = [list(node.taints) for node in table.nodes]
-        self.schedulable = table.schedulable.copy()
-        self._present: dict[str, np.ndarray] = {}
-        self._values: dict[str, np.ndarray] = {}
-        self._eq: dict[tuple[str, str], np.ndarray] = {}
-
-    def present(self, key: str) -> np.ndarray:
-        """Rows whose node has label `key`."""
-        m = self._present.get(key)
-        if m is None:
-            m = self._present[key] = np.fromiter((key in lb for lb in self.labels), bool, self.n)
-        return m
-
-    def values(self, key: str) -> np.ndarray:
-        """Label `key` per row (None where absent), object array."""
-        v = self._values.get(key)
-        if v is None:
-            v = np.empty(self.n, dtype=object)
-            v[:] = [lb.get(key) for lb in self.labels]
-            self._values[key] = v
-        return v
-
-    def equals(self, key: str, value: str) -> np.ndarray:
-        """Rows whose label `key` equals `value`."""
-        m = self._eq.get((key, value))
-        if m is None:
-            m = self._eq[(key, value)] = self.values(key) == str(value)
-        return np.asarray(m, dtype=bool)
-
-    def label_in(self, key: str, values: list) -> np.ndarray:
-        """Rows whose label `key` is one of `values`."""
-        m = np.zeros(self.n, dtype=bool)
-        for v in values:
-            m |= self.equals(key, str(v))
-        return m
-
-    def compare(self, key: str, bound: Any, greater: bool) -> np.ndarray:
-        """Gt / Lt: the label parses as an integer strictly above / below `bound`."""
-        try:
-            b = int(bound)
-        except (TypeError, ValueError):
-            return np.zeros(self.n, dtype=bool)
-        out = np.zeros(self.n, dtype=bool)
-        for i, v in enumerate(self.values(key)):
-            if v is None:
-                continue
-            try:
-                x = int(v)
-            except ValueError:
-                continue
-            out[i] = x > b if greater else x < b
-        return out
-
-    def domain(self, key: str, rows: list[int]) -> np.ndarray:
-        """Rows sharing label `key`'s value with any of `rows` (rows without the label: none)."""
-        vals = self.values(key)
-        wanted = {vals[r] for r in rows if vals[r] is not None}
-        if not wanted:
-            return np.zeros(self.n, dtype=bool)
-        return np.isin(vals, list(wanted)) & self.present(key)
-
-    # -- selectors ---------------------------------------------------------------------------
-    def requirement(self, expr: dict, fields: bool = False) -> np.ndarray:
-        """One matchExpressions (or matchFields on metadata.name) requirement."""
-        op = expr.get("operator", "")
-        values = [str(v) for v in expr.get("values") or []]
-        if fields:
-            # Kubernetes only supports metadata.name with In / NotIn here.
-            if expr.get("key") != "metadata.name" or op not in ("In", "NotIn"):
-                return np.zeros(self.n, dtype=bool)
-            hit = np.isin(self.names, values)
-            return hit if op == "In" else ~hit
-        key = expr.get("key", "")
-        if op == "In":
-            return self.label_in(key, values)
-        if op == "NotIn":
-            return ~self.label_in(key, values)
-        if op == "Exists":
-            return self.present(key).copy()
-        if op == "DoesNotExist":
-            return ~self.present(key)
-        if op in ("Gt", "Lt") and len(values) == 1:
-            return self.compare(key, values[0], op == "Gt")
-        return np.zeros(self.n, dtype=bool)
-
-    def term(self, term: dict) -> np.ndarray:
-        """A node selector term: all its requirements hold; an empty term matches nothing."""
-        exprs = term.get("matchExpressions") or []
-        fields = term.get("matchFields") or []
-        if not exprs and not fields:
-            return np.zeros(self.n, dtype=bool)
-        m = np.ones(self.n, dtype=bool)
-        for e in exprs:
-            m &= self.requirement(e)
-        for e in fields:
-            m &= self.requirement(e, fields=True)
-        return m
-
-    def selector_and_affinity(self, task: TaskInfo) -> np.ndarray:
-        """Rows matching the node selector and the required node affinity."""
-        m = np.ones(self.n, dtype=bool)
-        for k, v in task.node_selector.items():
-            m &= self.equals(k, str(v))
-        required = ((task.affinity or {}).get("nodeAffinity") or {}).get(
-            "requiredDuringSchedulingIgnoredDuringExecution")
-        if required:
-            any_term = np.zeros(self.n, dtype=bool)
-            for t in required.get("nodeSelectorTerms") or []:
-                any_term |= self.term(t)
-            m &= any_term
-        return m
-
-    def taint_failures(self, tolerations: list[dict]) -> Masks:
-        """(reason, rows) grouped by each row's first untolerated NoSchedule/NoExecute taint."""
-        groups: dict[str, np.ndarray] = {}
-        for i, taints in enumerate(self.taints):
-            for taint in taints:
-                if taint.get("effect") not in FILTERED_EFFECTS:
-                    continue
-                if not any(tolerates(t, taint) for t in tolerations):
-                    reason = taint_reason(taint)
-                    if reason not in groups:
-                        groups[reason] = np.zeros(self.n, dtype=bool)
-                    groups[reason][i] = True
-                    break
-        return list(groups.items())
-
 
 @register_plugin("predicates")
 class PredicatesPlugin(Plugin):
     """Vectorised node filters with a per-session cache of the static part."""
+
+    # Task fields the predicate reads: selectors, affinity, tolerations, spread constraints and the
+    # request (proportional); labels and namespace only where inter-pod terms match them.
+    signature = Signature(
+        ("resreq", "node_selector", "tolerations", "affinity", "topology_spread_constraints"),
+        inter_pod=("labels", "namespace"))
 
     def __init__(self, arguments: dict | None = None) -> None:
         super().__init__(arguments)
@@ -254,6 +93,7 @@ class PredicatesPlugin(Plugin):
         self.affinity_on = arg_bool(a, "predicate.NodeAffinityEnable", True)
         self.taints_on = arg_bool(a, "predicate.TaintTolerationEnable", True)
         self.pod_affinity_on = arg_bool(a, "predicate.PodAffinityEnable", True)
+        self.spread_on = arg_bool(a, "predicate.PodTopologySpreadEnable", True)
         # Tasks on nodes that carry required pod anti-affinity (checked against every newcomer).
         self.anti_holders: dict[str, TaskInfo] = {}
         self.proportional: dict[str, tuple[float, float]] = {}
@@ -316,20 +156,27 @@ class PredicatesPlugin(Plugin):
                 failed |= bad
         return out
 
-    def pod_affinity_failures(self, task: TaskInfo, table: NodeTable, static: NodeStatic) -> Masks:
-        """kube's InterPodAffinity filter: existing anti-affinity, then the task's own terms."""
+    def pod_affinity_failures(self, task: TaskInfo, table: NodeTable, static: NodeStatic,
+                              only_affinity: bool = False) -> Masks:
+        """kube's InterPodAffinity filter: existing anti-affinity, then the task's own terms.
+
+        `only_affinity`: just the task's required pod affinity (what no eviction can fix).
+        """
         out: Masks = []
-        bad = np.zeros(len(table), dtype=bool)
-        for holder in list(self.anti_holders.values()):
-            row = table.index.get(holder.node_name) if holder.node_name else None
-            if row is None or holder.uid not in table.nodes[row].tasks:
-                continue  # moved off its node (discarded) since it was recorded
-            for term in pod_terms(holder, "podAntiAffinity"):
-                if term_matches(term, holder, task):
-                    bad |= static.domain(term.get("topologyKey", ""), [row])
-        if bad.any():
-            out.append((EXISTING_ANTI_AFFINITY, bad))
+        if not only_affinity:
+            bad = np.zeros(len(table), dtype=bool)
+            for holder in list(self.anti_holders.values()):
+                row = table.index.get(holder.node_name) if holder.node_name else None
+                if row is None or holder.uid not in table.nodes[row].tasks:
+                    continue  # moved off its node (discarded) since it was recorded
+                for term in pod_terms(holder, "podAntiAffinity"):
+                    if term_matches(term, holder, task):
+                        bad |= static.domain(term.get("topologyKey", ""), [row])
+            if bad.any():
+                out.append((EXISTING_ANTI_AFFINITY, bad))
         affinity, anti = pod_terms(task, "podAffinity"), pod_terms(task, "podAntiAffinity")
+        if only_affinity:
+            anti = []
         if not affinity and not anti:
             return out
         # The task itself is not excluded: actions ask with one representative of a class of
@@ -358,6 +205,30 @@ class PredicatesPlugin(Plugin):
             out.append((POD_ANTI_AFFINITY, fail))
         return out
 
+    def _static_of(self, table: NodeTable) -> NodeStatic:
+        static = self.static
+        if static is None or static.n != len(table):
+            static = self.static = NodeStatic(table)
+        return static
+
+    def unresolvable_failures(self, task: TaskInfo, table: NodeTable) -> Masks:
+        """Failures no eviction can fix (preempt and reclaim candidates): unschedulable, node
+        selector / affinity, untolerated taints, unmatched required pod affinity, a missing
+        topology spread key."""
+        static = self._static_of(table)
+        out = list(self.static_failures(task, static))
+        if self.pod_affinity_on and pod_terms(task, "podAffinity"):
+            out.extend(self.pod_affinity_failures(task, table, static, only_affinity=True))
+        if self.spread_on and task.topology_spread_constraints:
+            out.extend(f for f in spread_failures(task, table, static) if f[0] == SPREAD_MISSING_LABEL)
+        return out
+
+    def row_failure(self, task: TaskInfo, row: int, table: NodeTable) -> str | None:
+        """The first failure eviction could fix on one row, Releasing tasks counted as gone (the
+        re-check after each tentative eviction): pod count, inter-pod anti-affinity, topology
+        spread skew, proportional; None when the row passes them."""
+        return resolvable_row_failure(self, task, row, table, self._static_of(table))
+
     def on_session_open(self, ssn: Session) -> None:
         """Build the static node view and register the predicate."""
         self.static = NodeStatic(ssn.node_table)
@@ -373,9 +244,7 @@ class PredicatesPlugin(Plugin):
         ssn.add_event_handler(EventHandler(allocate_func=on_allocate))
 
         def predicate(task: TaskInfo, table: NodeTable) -> Masks:
-            static = self.static
-            if static is None or static.n != len(table):
-                static = self.static = NodeStatic(table)
+            static = self._static_of(table)
             out = list(self.static_failures(task, static))
             limited = table.max_pods > 0
             too_many = limited & (table.pod_count >= table.max_pods)
@@ -383,12 +252,14 @@ class PredicatesPlugin(Plugin):
                 out.append((TOO_MANY_PODS, too_many))
             if self.pod_affinity_on:
                 out.extend(self.pod_affinity_failures(task, table, static))
+            if self.spread_on and task.topology_spread_constraints:
+                out.extend(spread_failures(task, table, static))
             if self.proportional:
                 out.extend(self.proportional_failures(task, table))
             return out
 
         # Not static: the pod count and idle resources change within the session.
-        ssn.add_predicate_fn(self.name, predicate, static=False)
+        ssn.add_predicate_fn(self.name, predicate, static=False, signature=self.signature)
 
     def on_session_close(self, ssn: Session) -> None:
         """Drop per-session caches."""

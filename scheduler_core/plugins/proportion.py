@@ -35,6 +35,7 @@ from scheduler_core.plugins.queue_attr import (
     quota_message,
     update_share,
 )
+from scheduler_core.reason_figures import refusal
 from scheduler_core.resources import Infinity, Resource, Zero, exceeded_part
 
 if TYPE_CHECKING:
@@ -165,9 +166,12 @@ class ProportionPlugin(Plugin):
         ok, names = self._fits_deserved(attr, task)
         if not ok and not self.memo.has(task.job_uid, "QueueOverDeserved"):
             left = attr.deserved.clone().sub_without_assert(attr.allocated)
+            # The message and chain are this moment's view; the reason is rendered at close
+            # from the committed figures and the refusal (reason_figures).
             self.memo.record(task.job_uid, "QueueOverDeserved",
                              quota_message(queue.name, names, task.resreq, left),
-                             {"queue_chain": [chain_entry(attr, attr.deserved)], "limit": "deserved"})
+                             {"queue_chain": [chain_entry(attr, attr.deserved)], "limit": "deserved",
+                              "refusal": refusal("allocate", queue.name, "deserved", task.resreq)})
         return ok
 
     def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
@@ -198,7 +202,8 @@ class ProportionPlugin(Plugin):
         entry = chain_entry(attr, attr.real_capability)
         entry["inqueue"] = quantities(attr.inqueue)
         self.memo.record(job.uid, "QueueOverCapability", quota_message(queue.name, names, min_req, left),
-                         {"queue_chain": [entry], "limit": "real_capability"})
+                         {"queue_chain": [entry], "limit": "real_capability",
+                          "refusal": refusal("enqueue", queue.name, "real_capability", min_req)})
         return REJECT
 
     def job_enqueued(self, job: JobInfo) -> None:
@@ -279,6 +284,9 @@ class ProportionPlugin(Plugin):
             "guarantee": quantities(attr.guarantee),
             "real_capability": quantities(attr.real_capability),
             "deserved": quantities(self._opened.get(attr.name, attr.deserved)),
+            # Dimensions whose request exceeds the deserved (empty: the whole request is met).
+            "unmet": over_dimensions(Resource.empty(), attr.request,
+                                     self._opened.get(attr.name, attr.deserved)),
             "rounds": self.run.explanations.get(attr.name, []),
             "rounds_total": self.run.explained_rounds.get(attr.name, 0),
             "algorithm_rounds": self.run.rounds,

@@ -153,7 +153,8 @@ def compute_deserved(attrs: list[QueueAttr], total: Resource, explain: bool = Tr
         if explain:
             _explain_round(run, attrs, idx, old_remaining, total_weight, new, fits | still,
                            (added > capped + MIN_RESOURCE, capped > clipped + MIN_RESOURCE,
-                            guarantee[idx] > clipped + MIN_RESOURCE), scaled is not None)
+                            guarantee[idx] > clipped + MIN_RESOURCE, req > new + MIN_RESOURCE),
+                           scaled is not None)
         if np.all(remaining < MIN_RESOURCE) or np.all(np.abs(remaining - old_remaining) < MIN_RESOURCE):
             break
     keep = set(total.scalars)
@@ -162,10 +163,14 @@ def compute_deserved(attrs: list[QueueAttr], total: Resource, explain: bool = Tr
     return run
 
 
-def _primary_dim(attr: QueueAttr, dims: list[str], clamps: dict[str, str]) -> str:
-    """The dimension a round's one-word clamp speaks for: the first one the queue requests in
-    the order cpu, scalars (GPUs...), memory; for a queue that requests nothing, the first clamped."""
+def _primary_dim(attr: QueueAttr, dims: list[str], clamps: dict[str, str], unmet: list[str]) -> str:
+    """The dimension a round's one-word clamp speaks for: the first one (order cpu, scalars (GPUs...),
+    memory) whose request is still above the deserved, else the first one the queue requests; for
+    a queue that requests nothing, the first clamped. So "request" means the whole request is met."""
     order = [dims[0], *dims[2:], dims[1]]
+    for dim in order:
+        if dim in unmet:
+            return dim
     for dim in order:
         if attr.request.get(dim) >= MIN_RESOURCE:
             return dim
@@ -174,11 +179,15 @@ def _primary_dim(attr: QueueAttr, dims: list[str], clamps: dict[str, str]) -> st
 
 def _explain_round(run: DeservedRun, attrs: list[QueueAttr], idx: np.ndarray, remaining: np.ndarray,
                    total_weight: float, new: np.ndarray, met: np.ndarray,
-                   masks: tuple[np.ndarray, np.ndarray, np.ndarray], scaled: bool) -> None:
-    """Append this round to each active queue's explanation (first EXPLAIN_ROUNDS rounds only)."""
+                   masks: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], scaled: bool) -> None:
+    """Append this round to each active queue's explanation (first EXPLAIN_ROUNDS rounds only).
+
+    `clamp` speaks for a dimension whose request is still above the round's deserved when there
+    is one ("request" = the whole request is met); `met` is the algorithm's "done" (met or stuck).
+    """
     dims = run.dims
     rem_q: dict[str, float] | None = None
-    by_cap, by_req, by_guar = masks
+    by_cap, by_req, by_guar, short = masks
     for row, i in enumerate(idx):
         name = attrs[i].name
         run.explained_rounds[name] += 1
@@ -195,7 +204,8 @@ def _explain_round(run: DeservedRun, attrs: list[QueueAttr], idx: np.ndarray, re
                 clamps[dim] = CLAMP_REQUEST
             elif by_cap[row, k]:
                 clamps[dim] = CLAMP_CAPABILITY
-        summary = clamps.get(_primary_dim(attrs[i], dims, clamps), CLAMP_NONE)
+        unmet = [dim for k, dim in enumerate(dims) if short[row, k]]
+        summary = clamps.get(_primary_dim(attrs[i], dims, clamps, unmet), CLAMP_NONE)
         rounds.append({"round": run.rounds, "remaining": rem_q, "total_weight": total_weight,
                        "weight": attrs[i].weight, "deserved": vector_quantities(new[row], dims),
                        "clamp": summary, "clamps": clamps, "met": bool(met[row]), "scaled_down": scaled})

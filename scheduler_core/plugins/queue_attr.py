@@ -171,9 +171,14 @@ def format_dim(name: str, stored: float) -> str:
     if name == "cpu":
         return _num(stored / 1000)
     if name == "memory":
-        for suffix, size in _BINARY:
-            if abs(stored) >= size:
+        # The largest unit that states the amount exactly ("1.5Ti", "2000Gi"), else the largest
+        # unit it reaches, rounded ("1.95Ti" only for amounts no unit states exactly).
+        fits = [(suffix, size) for suffix, size in _BINARY if abs(stored) >= size]
+        for suffix, size in fits:
+            if abs(round(stored / size, 2) * size - stored) < 0.5:
                 return _num(stored / size) + suffix
+        if fits:
+            return _num(stored / fits[0][1]) + fits[0][0]
         return _num(stored)
     return _num(stored / 1000)
 

@@ -21,6 +21,7 @@ import numpy as np
 
 from scheduler_core.framework.interface import Plugin
 from scheduler_core.framework.registry import register_plugin
+from scheduler_core.framework.signature import Signature
 
 if TYPE_CHECKING:
     from scheduler_core.framework.node_table import NodeTable
@@ -51,6 +52,8 @@ def fresh_usage(node: NodeInfo, now: float) -> dict[str, float] | None:
 @register_plugin("usage")
 class UsagePlugin(Plugin):
     """Usage thresholds as a predicate, free share as a score."""
+
+    signature = Signature()  # the same answer for every task: node metrics only
 
     def __init__(self, arguments: dict[str, Any] | None = None) -> None:
         super().__init__(arguments)
@@ -95,8 +98,8 @@ class UsagePlugin(Plugin):
         for _, mask in self.failures:
             mask.setflags(write=False)
         self.scores.setflags(write=False)
-        ssn.add_predicate_fn(self.name, self.predicate, static=True)
-        ssn.add_node_order_fn(self.name, self.node_order)
+        ssn.add_predicate_fn(self.name, self.predicate, static=True, signature=self.signature)
+        ssn.add_node_order_fn(self.name, self.node_order, signature=self.signature)
 
     def predicate(self, task: TaskInfo, table: NodeTable) -> list[tuple[str, np.ndarray]]:
         """Nodes over a usage threshold (the same for every task)."""

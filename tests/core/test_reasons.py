@@ -93,14 +93,47 @@ PRECEDENCE = [
 @pytest.mark.parametrize("codes,phase,expected", PRECEDENCE)
 def test_precedence_of_recorded_reasons(codes, phase, expected):
     ssn = session([job("j", tasks=[task("t")], phase=phase)])
-    chain = {"queue_chain": [{"queue": "q1"}]}
+    chain = {"queue_chain": [{"queue": "q1", "headroom": {"cpu": 0.0}}], "limit": "deserved", "extra": 1}
     for c in codes:
-        ssn.record_reason("ns/j", c, f"msg {c}", "test", chain if c == codes[0] else None)
+        ssn.record_reason("ns/j", c, f"msg {c}", "test", chain)
     reason = build_reasons(ssn)["ns/j"]
     assert reason.code is expected
     assert reason.message == ("msg NoSuchCode" if codes == ["NoSuchCode"] else f"msg {expected.value}")
-    # The queue chain of any recorder is kept in the details.
-    assert reason.details == {"queue_chain": [{"queue": "q1"}]}
+    # What the recorder measured mid-session (queue chain, limit) is not passed on: the figures
+    # of a reason are rendered at close; its other details are kept.
+    assert reason.details == {"extra": 1}
+
+
+# NeverFits comes right after InvalidJob, before every recorded or derived reason.
+NEVER_PRECEDENCE = [
+    ("InvalidJob", "Inqueue", C.InvalidJob),
+    ("QueueClosed", "Inqueue", C.NeverFits),
+    ("NotEnqueued", "Pending", C.NeverFits),
+    ("QueueOverCapability", "Pending", C.NeverFits),
+    ("QueueOverDeserved", "Inqueue", C.NeverFits),
+    ("GangUnschedulable", "Inqueue", C.NeverFits),
+    ("Unknown", "Inqueue", C.NeverFits),
+]
+
+
+@pytest.mark.parametrize("code,phase,expected", NEVER_PRECEDENCE)
+def test_never_fits_precedence(code, phase, expected):
+    # One 4-cpu node; the task asks 5 cpu: it can never run.
+    ssn = session([job("j", tasks=[task("t", cpu="5")], phase=phase)])
+    ssn.record_reason("ns/j", code, f"msg {code}", "test")
+    reason = build_reasons(ssn)["ns/j"]
+    assert reason.code is expected
+    if expected is C.NeverFits:
+        assert reason.message == "a task needs 5 cpu, the largest node it can use has 4"
+
+
+def test_closed_queue_job_that_can_never_fit_says_never_fits():
+    closed = QueueInfo(name="shut", state=QueueState.CLOSED)
+    jobs = [job("big", queue="shut", tasks=[task("t", cpu="5")]), job("ok", queue="shut", tasks=[task("u")])]
+    ssn = session(jobs, queues=[closed])
+    got = {uid: (r.code, r.message) for uid, r in build_reasons(ssn).items()}
+    assert got == {"ns/big": (C.NeverFits, "a task needs 5 cpu, the largest node it can use has 4"),
+                   "ns/ok": (C.QueueClosed, "queue shut is closed")}
 
 
 def test_derived_reasons_without_records():
@@ -141,13 +174,27 @@ def test_ready_elastic_job_with_fit_errors_is_node_fit():
 
 
 def test_end_to_end_allocate_records_node_fit():
-    snap = snapshot(nodes=[node("n1", cpu="2"), node("n2", cpu="1")],
-                    jobs=[job("big", tasks=[task("t", cpu="3")]), job("ok", tasks=[task("s", cpu="1")])])
+    # n1 (4 cpu) runs 2 cpu: "big" (3 cpu) fits n1 once that task finishes, so NodeFit, not NeverFits.
+    running = job("run", tasks=[task("r", cpu="2", status="Running", node="n1")])
+    snap = snapshot(nodes=[node("n1", cpu="4"), node("n2", cpu="1")],
+                    jobs=[running, job("big", tasks=[task("t", cpu="3")]),
+                          job("ok", tasks=[task("s", cpu="1")])])
     result = run(snap, conf("allocate", []))
     assert result.binds == {"ns/s": "n1"}
     assert result.to_json()["reasons"] == {"ns/big": {
         "code": "NodeFit", "message": "0/2 nodes are unavailable: 2 Insufficient cpu.",
         "details": {"node_failures": {"Insufficient cpu": 2}}}}
+
+
+def test_end_to_end_task_larger_than_any_node_keeps_the_fit_summary():
+    snap = snapshot(nodes=[node("n1", cpu="2"), node("n2", cpu="1")],
+                    jobs=[job("big", tasks=[task("t", cpu="3")])])
+    result = run(snap, conf("allocate", []))
+    assert result.to_json()["reasons"] == {"ns/big": {
+        "code": "NeverFits", "message": "a task needs 3 cpu, the largest node it can use has 2",
+        "details": {"kind": "TaskLargerThanAnyNode", "task": "ns/t", "dimension": "cpu", "need": 3.0,
+                    "limit": 2.0, "nodes": 2, "matching_nodes": 2,
+                    "node_failures": {"Insufficient cpu": 2}}}}
 
 
 def test_session_result_to_json_shape():

@@ -217,6 +217,39 @@ def test_comparisons(method, left, right, default, expected):
     assert (left, right) == before  # comparisons never modify
 
 
+# Volcano's edges (semantics section 1): (method, left, right, arg, expected)
+EDGES = [
+    # Infinity: a scalar only on the right-hand side is ignored (Volcano walks the left's scalars).
+    ("less_equal_with_resources_name", R(1, 1), R(2, 2, gpu=1000), Infinity, (True, [])),
+    ("less_equal_with_resources_name", R(1, 1, gpu=5), R(2, 2, gpu=1000), Infinity, (True, [])),
+    ("less_equal_with_resources_name", R(1, 1, gpu=2000), R(2, 2, gpu=1000), Infinity, (False, [GPU])),
+    ("less_equal_with_resources_name", R(1, 1, gpu=2000), R(2, 2), Infinity, (True, [])),
+    ("less_equal_with_resources_name", R(1, 1, gpu=2000), R(2, 2), Zero, (False, [GPU])),
+    ("less_equal_with_resources_name", R(1, 1), R(2, 2, gpu=1000), Zero, (True, [])),
+    ("greater_partly", R(1, 1), R(2, 2, gpu=1000), Infinity, False),
+    ("greater_partly", R(1, 1, gpu=2000), R(2, 2, gpu=1000), Infinity, True),
+    ("greater_partly", R(3, 1), R(2, 2, gpu=1000), Infinity, True),
+    ("greater_partly", R(1, 1), R(2, 2, gpu=1000), Zero, False),
+    ("greater_partly", R(1, 1, gpu=1), R(2, 2), Zero, True),
+    # None: every dimension with the Zero default.
+    ("less_equal_with_dimension_and_resources_name", R(3, 1), R(2, 2), None, (False, ["cpu"])),
+    ("less_equal_with_dimension_and_resources_name", R(1, 1, a=1, b=1), R(2, 2, a=1), None, (False, ["b"])),
+    ("less_equal_with_dimension", R(3, 1), R(2, 2), None, False),
+    # A missing or empty request: False (no requested dimension is within).
+    ("less_equal_partly_with_dimension", R(1, 1), R(2, 2), None, False),
+    ("less_equal_partly_with_dimension", R(1, 1), R(2, 2), R(), False),
+    ("less_equal_partly_with_dimension", R(3, 1), R(2, 2), R(1, 0), False),
+    ("less_equal_partly_with_dimension", R(3, 1), R(2, 2), R(1, 1), True),
+]
+
+
+@pytest.mark.parametrize("method,left,right,arg,expected", EDGES)
+def test_volcano_edges(method, left, right, arg, expected):
+    before = (left.clone(), right.clone())
+    assert getattr(left, method)(right, arg) == expected
+    assert (left, right) == before
+
+
 def test_less_equal_with_resources_name_seed_example():
     r, rr = R(3000, 8 * GI, gpu=2000), R(2000, 4 * GI, gpu=4000)
     assert r.less_equal_with_resources_name(rr, Zero) == (False, ["cpu", "memory"])
@@ -229,7 +262,10 @@ def test_less_equal_with_resources_name_seed_example():
     (R(3000, 8 * GI), R(2000, 4 * GI), R(1, 0), (False, ["cpu"])),
     (R(3000, 8 * GI, gpu=2000), R(2000, 4 * GI), R(1, 1, gpu=1), (False, ["cpu", "memory", GPU])),
     (R(1000, 5), R(1000.05, 5), R(1, 1), (True, [])),
-    (R(1000, 5), R(0, 0), None, (True, [])),
+    (R(1000, 5), R(0, 0), None, (False, ["cpu", "memory"])),  # None: every dimension, Zero default
+    (R(1000, 5), R(1000, 5), None, (True, [])),
+    (R(1, 1, gpu=1000), R(1, 1), None, (False, [GPU])),  # missing on rr = 0
+    (R(1, 1), R(1, 1, gpu=1000), None, (True, [])),
 ])
 def test_less_equal_with_dimension(r, rr, req, expected):
     assert r.less_equal_with_dimension_and_resources_name(rr, req) == expected
@@ -241,8 +277,10 @@ def test_less_equal_with_dimension(r, rr, req, expected):
     (R(3000, 5), R(2000, 4), R(1, 1), False),
     (R(3000, 5), R(2000, 4), R(1, 0), False),
     (R(3000, 5, gpu=1000), R(2000, 4, gpu=1000), R(1, 1, gpu=1), True),
-    (R(3000, 5), R(2000, 4), R(), True),  # nothing requested: nothing can be over
-    (R(3000, 5), R(2000, 4), None, True),
+    (R(3000, 5), R(2000, 4), R(), False),  # nothing requested: no dimension to be within
+    (R(3000, 5), R(2000, 4), None, False),
+    (R(1, 1), R(2000, 4), None, False),  # even when everything would fit
+    (R(1, 1), R(2000, 4), R(), False),
 ])
 def test_less_equal_partly_with_dimension(r, rr, req, expected):
     assert r.less_equal_partly_with_dimension(rr, req) is expected

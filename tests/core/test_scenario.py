@@ -288,14 +288,14 @@ def test_task_scheduling_fields() -> None:
         node_selector: {zone: a}
         tolerations: [{key: k, operator: Exists}]
         affinity: {nodeAffinity: {}}
-        topology_spread_constraints: [{maxSkew: 1}]
+        topology_spread_constraints: [{maxSkew: 1, topologyKey: zone, whenUnsatisfiable: DoNotSchedule}]
         nominated_node: n1
 """)
     t = s.snapshot.jobs["default/j"].tasks["default/t"]
     assert (t.role, t.labels, t.node_selector, t.tolerations, t.affinity, t.topology_spread_constraints,
             t.nominated_node, t.best_effort) == (
         "worker", {"app": "web"}, {"zone": "a"}, [{"operator": "Exists", "key": "k"}], {"nodeAffinity": {}},
-        [{"maxSkew": 1}], "n1", True)
+        [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}], "n1", True)
 
 
 def test_json_and_path_input(tmp_path: Path) -> None:

@@ -75,9 +75,11 @@ def test_victim_order_keyed_equals_comparator():
     preemptor = ssn.jobs["ns/w"].tasks["ns/w0"]
     candidates = index.running_on(0)
     expected = [t.uid for t in _victim_order_cmp(ssn, preemptor, candidates)]
-    # Queues by name (no victim-queue plugin); in qa reverse job order (a is lower priority),
-    # in a reverse task order (a1 has priority 5; a0, a2 by uid).
-    assert expected == ["ns/a2", "ns/a0", "ns/a1", "ns/b1", "ns/b0", "ns/c0", "ns/d1", "ns/d0"]
+    # No victim-queue plugin: the reverse of the queue order (proportion shares qa 5/6, qb 1,
+    # qc 1; the tie by name puts qb before qc), so qc gives first, then qb, then qa; in qa
+    # reverse job order (a is lower priority), in a reverse task order (a1 has priority 5;
+    # a0, a2 by uid).
+    assert expected == ["ns/d1", "ns/d0", "ns/c0", "ns/a2", "ns/a0", "ns/a1", "ns/b1", "ns/b0"]
     for perm in itertools.islice(itertools.permutations(candidates), 0, 2000, 97):
         assert [t.uid for t in victim_order(ssn, preemptor, list(perm))] == expected
         assert [t.uid for t in victim_order(ssn, preemptor, list(perm), index, {})] == expected

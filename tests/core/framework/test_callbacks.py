@@ -225,3 +225,62 @@ def test_unconfigured_plugin_callbacks_are_ignored():
     reg = registry([["a"]])
     reg.add_allocatable_fn("ghost", lambda q, t: False)
     assert reg.allocatable(JOB, JOB) is True
+
+
+# -- companions: declared with the registration they accompany -------------------------------------
+def _keep(job) -> bool:
+    return True
+
+
+@pytest.mark.parametrize("kind", ["preemptable", "reclaimable"])
+@pytest.mark.parametrize("layout,filtered,expected", [
+    ([["a", "b"]], {"a"}, ["a"]),  # one filter in the deciding tier bounds its intersection
+    ([["a", "b"]], set(), None),  # no filter: no bound
+    ([["a"], ["b"]], {"b"}, None),  # the first tier with callbacks decides: unbounded
+    ([["a"], ["b"]], {"a", "b"}, ["a"]),
+])
+def test_victim_job_filters_follow_the_deciding_tier(kind, layout, filtered, expected):
+    reg = registry(layout)
+    filters = {name: (lambda job, name=name: name == "a") for name in filtered}
+    for name in ("a", "b"):
+        getattr(reg, f"add_{kind}_fn")(name, pick("a"), victim_job_filter=filters.get(name))
+    got = reg.victim_job_filters(kind)
+    assert got == (None if expected is None else [filters[n] for n in expected])
+
+
+def test_victim_job_filters_without_callbacks_refuse_every_job():
+    [never] = registry([["a"]]).victim_job_filters("preemptable")
+    assert never(JOB) is False
+
+
+def test_a_re_registration_drops_the_old_companions():
+    reg = registry([["p"]])
+    reg.add_reclaimable_fn("p", pick("a"), victim_job_filter=_keep)
+    reg.add_job_order_fn("p", lambda x, y: 0, key_fn=lambda j: j.created)
+    assert reg.victim_job_filters("reclaimable") == [_keep]
+    assert reg.job_order_key() is not None
+    reg.add_reclaimable_fn("p", pick("a"))
+    reg.add_job_order_fn("p", lambda x, y: 0)
+    assert reg.victim_job_filters("reclaimable") is None
+    assert reg.job_order_key() is None
+
+
+def test_add_victim_job_filter_fn_declares_after_the_fact():
+    reg = registry([["p"]])
+    reg.add_preemptable_fn("p", pick("a"))
+    reg.add_victim_job_filter_fn("preemptable", "p", _keep)
+    assert reg.victim_job_filters("preemptable") == [_keep]
+    assert reg.companion("preemptable", "p", "victim_job_filter") is _keep
+
+
+def test_companion_lookup():
+    reg = registry([["p"]])
+    fn, row_fn = (lambda t, table, mask: None), (lambda t, row: 0.0)
+    reg.add_node_order_fn("p", fn, row_fn=row_fn)
+    reg.add_predicate_fn("p", lambda t, table: [], static=True)
+    assert reg.companion("node_order", "p", "row_fn") is row_fn
+    assert reg.companion("node_order", "p", "signature") is None
+    assert reg.companion("predicate", "p", "static") is True
+    assert reg.companion("batch_node_order", "p", "row_fn") is None  # nothing registered
+    assert reg.companion("job_ready", "p", "key_fn") is None  # a kind without companions
+    assert reg.row_score_fns() == [("p", row_fn)]

@@ -216,3 +216,14 @@ def test_job_error_message_is_bounded_and_renderable() -> None:
     assert isinstance(err, JobError)
     assert len(err.message) <= 303
     err.reason_message().encode("utf-8")  # no lone surrogate survives
+
+
+def test_screen_checks_amounts_and_durations_of_tasks_sharing_spec_objects() -> None:
+    """Tasks of a job share decoded spec objects; a bad duration on the second is still found."""
+    labels = {"app": "x"}
+    good = task("t0", cpu="1", labels=labels, duration=10.0)
+    bad = task("t1", cpu="1", labels=labels, duration=float("inf"))
+    snap = snapshot(nodes=[node("n1")], queues=[queue("q")], jobs=[job("j", queue="q", tasks=[good, bad])])
+    result = run(snap)
+    assert result.job_errors["ns/j"]["field"] == "duration"
+    assert result.reasons["ns/j"].code is ReasonCode.InvalidJob

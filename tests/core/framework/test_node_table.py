@@ -114,3 +114,30 @@ def test_rows_after_allocate_and_pipeline_equal_a_rebuilt_table():
     for name in ("allocatable", "idle", "used", "releasing", "pipelined", "future", "pod_count"):
         assert getattr(table, name).tolist() == getattr(fresh, name).tolist(), name
     assert table.future[0, 0] == 4000 - 3000 - 1000 + 3000 - 2000  # idle + releasing - pipelined
+
+
+ARRAYS = ("allocatable", "idle", "used", "releasing", "pipelined", "future", "pod_count", "max_pods",
+          "schedulable")
+
+
+@pytest.mark.parametrize("rows", [[3], [0, 2, 4]])
+def test_view_arrays_are_the_tables_rows(rows):
+    nodes = [node(f"n{i}", cpu=str(i + 1), pods=10 + i, gpu=i % 2 or None, unschedulable=i == 2)
+             for i in range(5)]
+    table = NodeTable(nodes)
+    view = table.view(np.array(rows, dtype=np.intp))
+    for name in ARRAYS:
+        assert getattr(view, name).tolist() == getattr(table, name)[rows].tolist(), name
+
+
+def test_one_row_view_stays_live_after_the_row_changes():
+    nodes = [node("n0", cpu="4"), node("n1", cpu="4")]
+    table = NodeTable(nodes)
+    view = table.view(np.array([1], dtype=np.intp))
+    assert view.idle[0, 0] == 4000.0  # read once: the view now holds a slice of the table
+    t = task("t", cpu="1", status="Running", node="n1")
+    nodes[1].add_task(t)
+    table.update_placed(nodes[1], pipelined=False)
+    assert table.view(np.array([1], dtype=np.intp)) is view
+    got = (view.idle[0, 0], view.used[0, 0], view.future[0, 0], view.pod_count[0])
+    assert got == (3000.0, 1000.0, 3000.0, 1)

@@ -1,4 +1,8 @@
-"""Order sort keys (job_order_key / queue_order_key) give exactly the comparators' order."""
+"""The composite order keys (job_order_key / queue_order_key) give exactly the comparators' order.
+
+Each plugin's own key_fn is checked against its comparator in test_companions.py; these pin how
+the session composes them (tier order, then creation time and uid / name).
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,6 @@ import pytest
 
 from scheduler_core.framework.session import open_session
 from scheduler_core.model import QueueInfo
-from scheduler_core.resources import Resource
 from tests.core.builders import conf, job, node, snapshot, task
 
 JOB_TIERS = [
@@ -60,16 +63,3 @@ def test_a_plugin_without_a_key_disables_keys():
     assert ssn.queue_order_key() is None  # capacity's hierarchical order has no sort key
     ssn.add_job_order_fn("priority", lambda lhs, rhs: 0)  # re-registered without a key
     assert ssn.job_order_key() is None
-
-
-def test_drf_key_follows_allocation():
-    snap = snapshot(nodes=[node("n1", cpu="8", memory="8Gi")],
-                    jobs=[job("a", tasks=[task("a-0", cpu="2")], created=1.0),
-                          job("b", tasks=[task("b-0", cpu="2")], created=2.0)])
-    ssn = open_session(snap, conf("allocate", [["drf"]]))
-    key = ssn.job_order_key()
-    a, b = ssn.jobs["ns/a"], ssn.jobs["ns/b"]
-    assert sorted([b, a], key=key) == [a, b]  # equal shares: creation time decides
-    ssn.allocate(a.tasks["ns/a-0"], "n1")
-    assert sorted([a, b], key=key) == [b, a]  # a now holds a quarter of the cpu
-    assert key(a)[0] == Resource.from_quantities({"cpu": "2"}).milli_cpu / 8000

@@ -13,7 +13,7 @@ def _running(name: str, node_name: str):
 
 @pytest.mark.parametrize(("min_low", "evictions", "code", "message"), [
     # Queue q: 6 cpu, all held by L (priority 1). H (priority 10, 2 x 2 cpu, gang 2) is refused by
-    # allocate (deserved 6, allocated 6: "need 2, 0 left"). preempt then evicts l-0 and l-1 (L keeps
+    # allocate (deserved 6, allocated 6: the gang's unmet minimum, "need 4, 0 left"). preempt then evicts l-0 and l-1 (L keeps
     # its min 1) and pipelines h-0 on n1, h-1 on n2: H now waits for those evictions, and the
     # quota refusal recorded before them is stale.
     pytest.param(1, ["ns/l-0", "ns/l-1"], "WaitingForPreemption",
@@ -21,7 +21,7 @@ def _running(name: str, node_name: str):
     # L keeps min 2 of its 3 tasks: only one victim, H's gang cannot be pipelined, all discarded;
     # the queue refusal is what H faces.
     pytest.param(2, [], "QueueOverDeserved",
-                 "queue q resource quota insufficient: insufficient cpu (need 2, 0 left)",
+                 "queue q resource quota insufficient: insufficient cpu (need 4, 0 left)",
                  id="nothing-pipelined"),
 ])
 def test_waiting_for_preemption_beats_stale_quota_refusal(min_low, evictions, code, message):

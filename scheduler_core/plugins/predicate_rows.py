@@ -1,0 +1,91 @@
+"""One-row re-check of the predicates eviction can fix (preempt and reclaim, semantics section 5).
+
+After each tentative eviction the preemptor's node is asked again, with the Releasing tasks
+(the victims, and any task already leaving) counted as gone: from the pod count, from inter-pod
+anti-affinity (both the task's own terms and the existing pods' terms) and from the topology
+spread counts; the proportional check is asked as in the full predicate. Everything here looks
+at one row and at the pods of its topology domains only, never at every node, except the
+spread counts of a task that carries DoNotSchedule constraints (they need the global minimum).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from scheduler_core.model import TaskStatus
+from scheduler_core.plugins.node_static import NodeStatic, pod_terms, term_matches
+from scheduler_core.plugins.pod_spread import SPREAD_MISMATCH, spread_failures
+
+if TYPE_CHECKING:
+    from scheduler_core.framework.node_table import NodeTable
+    from scheduler_core.model import TaskInfo
+    from scheduler_core.plugins.predicates import PredicatesPlugin
+
+RELEASING = TaskStatus.RELEASING
+
+
+def live_pod_count(table: NodeTable, row: int) -> int:
+    """Pods on the row that are not leaving (pipelined ones hold their slot)."""
+    node = table.nodes[row]
+    return sum(1 for t in node.tasks.values() if t.status is not RELEASING)
+
+
+def _domain_rows(static: NodeStatic, key: str, row: int) -> list[int]:
+    """Rows in the row's domain of `key` (none when the row lacks the label)."""
+    return np.flatnonzero(static.domain(key, [row])).tolist()
+
+
+def _existing_anti(plugin: PredicatesPlugin, task: TaskInfo, row: int, table: NodeTable,
+                   static: NodeStatic) -> bool:
+    """Some staying pod in the row's domain has a required anti-affinity term selecting the task."""
+    for holder in plugin.anti_holders.values():
+        if holder.status is RELEASING or holder.node_name is None:
+            continue
+        hrow = table.index.get(holder.node_name)
+        if hrow is None or holder.uid not in table.nodes[hrow].tasks:
+            continue
+        for term in pod_terms(holder, "podAntiAffinity"):
+            key = term.get("topologyKey", "")
+            if term_matches(term, holder, task) and hrow in _domain_rows(static, key, row):
+                return True
+    return False
+
+
+def _own_anti(task: TaskInfo, row: int, table: NodeTable, static: NodeStatic) -> bool:
+    """A staying pod in the row's domain matches one of the task's required anti-affinity terms."""
+    for term in pod_terms(task, "podAntiAffinity"):
+        for r in _domain_rows(static, term.get("topologyKey", ""), row):
+            for t in table.nodes[r].tasks.values():
+                if t.status is not RELEASING and term_matches(term, task, t):
+                    return True
+    return False
+
+
+def resolvable_row_failure(plugin: PredicatesPlugin, task: TaskInfo, row: int, table: NodeTable,
+                           static: NodeStatic) -> str | None:
+    """First fixable failure of the row (Releasing tasks gone), or None."""
+    from scheduler_core.plugins.predicates import (
+        EXISTING_ANTI_AFFINITY,
+        POD_ANTI_AFFINITY,
+        TOO_MANY_PODS,
+    )
+
+    limit = int(table.max_pods[row])
+    if limit > 0 and live_pod_count(table, row) >= limit:
+        return TOO_MANY_PODS
+    if plugin.pod_affinity_on:
+        if plugin.anti_holders and _existing_anti(plugin, task, row, table, static):
+            return EXISTING_ANTI_AFFINITY
+        if _own_anti(task, row, table, static):
+            return POD_ANTI_AFFINITY
+    if plugin.spread_on and task.topology_spread_constraints:
+        for reason, mask in spread_failures(task, table, static):
+            if reason == SPREAD_MISMATCH and mask[row]:
+                return SPREAD_MISMATCH
+    if plugin.proportional:
+        for reason, mask in plugin.proportional_failures(task, table):
+            if mask[row]:
+                return reason
+    return None
