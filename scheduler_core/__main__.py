@@ -1,6 +1,7 @@
-"""Command line: `python -m scheduler_core simulate FILE [--json | --check]`.
+"""Command line: `python -m scheduler_core simulate FILE [--json | --check] [--forecast] [--scores [N]]`.
 
-Runs one scheduling session on a scenario file (scenario-format.md). Exit codes: 0 success
+Runs one scheduling session on a scenario file (scenario-format.md); --json includes each tried
+task's per-node scores (`node_scores`), --scores prints them as tables. Exit codes: 0 success
 (and, with --check, every expectation met), 1 some expectation not met (each printed),
 2 the file is invalid (`FILE:LINE: what is wrong`), 3 the scheduler itself failed.
 """

@@ -243,7 +243,7 @@ class Simulator:
         self.advance_to(k)
         self.k = k
         self.snap.now = self.instant(k)
-        result = run_session(self.snap, conf)
+        result = run_session(self.snap, conf, record_scores=False)  # never inherit a caller's recording
         changed = bool(result.binds or result.evictions or result.pipelined)
         t = self.instant(k)
         for uid in result.binds:
