@@ -63,6 +63,9 @@ class CallbackRegistry:
         self._fns: dict[str, dict[str, Any]] = {kind: {} for kind in KIND_FLAG}
         self._tier_cache: dict[str, list[list[tuple[str, Any]]]] = {}
         self._flat_cache: dict[str, list[tuple[str, Any]]] = {}
+        # Answers derived from the registrations (row fns, composite order keys): rebuilt on demand
+        # after any registration.
+        self._derived: dict[str, Any] = {}
         self.event_handlers: list[EventHandler] = []
         # Companions declared with each registration (extension_points.COMPANIONS): kind ->
         # plugin -> {keyword: value}; a re-registration replaces them with its own.
@@ -75,7 +78,7 @@ class CallbackRegistry:
             self._companions[kind][name] = companions
         self._tier_cache.pop(kind, None)
         self._flat_cache.pop(kind, None)
-        self._flat_cache.pop("_row_score", None)
+        self._derived.clear()
 
     def companion(self, kind: str, name: str, keyword: str) -> Any:
         """What plugin `name` declared as `keyword` with its `kind` registration (None if nothing)."""
@@ -96,11 +99,18 @@ class CallbackRegistry:
         self._add("queue_order", name, fn, key_fn=key_fn)
 
     def _order_key(self, kind: str, tail: Callable[[Any], tuple]) -> Callable[[Any], tuple] | None:
+        if kind in self._derived:
+            return self._derived[kind]
         fns = [self.companion(kind, name, "key_fn") for name, _ in self._flat(kind)]
-        if any(fn is None for fn in fns):
-            return None
-        keys = [fn for fn in fns if fn is not None]
-        return lambda item: (*[k(item) for k in keys], *tail(item))
+        key = None
+        if all(fn is not None for fn in fns):
+            keys = [fn for fn in fns if fn is not None]
+
+            def key(item: Any) -> tuple:
+                return (*[k(item) for k in keys], *tail(item))
+
+        self._derived[kind] = key
+        return key
 
     def job_order_key(self) -> Callable[[JobInfo], tuple] | None:
         """A sort key equal to `job_compare`'s order, or None when an enabled plugin has no key.
@@ -158,11 +168,11 @@ class CallbackRegistry:
 
     def row_score_fns(self) -> list[tuple[str, RowScoreFn | None]]:
         """Enabled node-order then batch-node-order callbacks as (plugin, row_fn or None)."""
-        hit = self._flat_cache.get("_row_score")
+        hit = self._derived.get("row_fn")
         if hit is None:
             hit = [(name, self.companion(kind, name, "row_fn"))
                    for kind in ("node_order", "batch_node_order") for name, _ in self._flat(kind)]
-            self._flat_cache["_row_score"] = hit
+            self._derived["row_fn"] = hit
         return hit
 
     def add_preemptable_fn(self, name: str, fn: EvictableFn, *,
@@ -419,6 +429,7 @@ class CallbackRegistry:
         """Declare `fn` as the `victim_job_filter` of plugin `name`'s registered `kind`
         ("preemptable"/"reclaimable") callback, after the fact (plugins pass it to add_*_fn)."""
         self._companions[kind].setdefault(name, {})["victim_job_filter"] = fn
+        self._derived.clear()
 
     def victim_job_filters(self, kind: str) -> list[VictimJobFilterFn] | None:
         """Filters bounding the `kind` victims: a victim's job passes all of them.

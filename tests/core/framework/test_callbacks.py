@@ -248,11 +248,6 @@ def test_victim_job_filters_follow_the_deciding_tier(kind, layout, filtered, exp
     assert got == (None if expected is None else [filters[n] for n in expected])
 
 
-def test_victim_job_filters_without_callbacks_refuse_every_job():
-    [never] = registry([["a"]]).victim_job_filters("preemptable")
-    assert never(JOB) is False
-
-
 def test_a_re_registration_drops_the_old_companions():
     reg = registry([["p"]])
     reg.add_reclaimable_fn("p", pick("a"), victim_job_filter=_keep)
