@@ -16,15 +16,20 @@ PYTEST_ARGS ?=
 venv:
 	@scripts/ensure_venv.sh
 
+# `make run PORT=8123 HOST=0.0.0.0`: where the demo server listens (default 127.0.0.1:8000).
+HOST ?= 127.0.0.1
+PORT ?= 8000
 run: venv
-	@SCHEDULER_CMD="$(SCHEDULER_CMD)" scripts/run.sh
+	@SCHEDULER_CMD="$(SCHEDULER_CMD)" HOST="$(HOST)" PORT="$(PORT)" scripts/run.sh
 
 services:
 	@scripts/ensure_services.sh
 
 # pytest exits 5 when it collects no tests; make treats any non-zero exit as a failure.
+# Deterministic: property tests derandomized, schemathesis on a fixed seed (tests/conftest.py).
 test: services venv lint
-	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(PY) -m pytest $(PYTEST_ARGS)
+	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) HYPOTHESIS_PROFILE=deterministic \
+		$(PY) -m pytest $(PYTEST_ARGS)
 
 lint: venv
 	.venv/bin/ruff check .
@@ -40,17 +45,23 @@ bench: services venv
 	BENCH_DATABASE_URL=$(BENCH_DATABASE_URL) $(PY) -m schedweb.bench.api_bench
 
 # Soak (minutes, not part of `make test`): the soak-marked fault/load tests of tests/reliability
-# (kill -9 of the worker, PostgreSQL restarts, a Redis outage, two beats, 64 clients), then
-# schemathesis over the whole API with a bigger budget. Each writes its counts to var/soak/;
+# (kill -9 of the worker, PostgreSQL restarts, a Redis outage, two beats, 64 clients), then, at
+# random (HYPOTHESIS_PROFILE=soak), every property test with 5x its examples and schemathesis
+# over the whole API with a bigger budget and a new seed. Each writes its counts to var/soak/;
 # scripts/soak_summary.py prints the table. Own database and Redis db: no clash with `make test`.
 SOAK_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/schedweb_soak
+SOAK_ENV = DATABASE_URL=$(SOAK_DATABASE_URL) REDIS_URL=redis://127.0.0.1:6379/12 SOAK_REPORT_DIR=var/soak \
+	HYPOTHESIS_PROFILE=soak
 soak: services venv
 	@rm -rf var/soak && mkdir -p var/soak && date +%s > var/soak/started
 	@status=0; \
-	DATABASE_URL=$(SOAK_DATABASE_URL) REDIS_URL=redis://127.0.0.1:6379/12 SOAK_REPORT_DIR=var/soak \
-		$(PY) -m pytest tests/reliability -m soak -p no:cacheprovider $(PYTEST_ARGS) || status=1; \
-	DATABASE_URL=$(SOAK_DATABASE_URL) REDIS_URL=redis://127.0.0.1:6379/12 SOAK_REPORT_DIR=var/soak \
-		SCHEMATHESIS_MAX_EXAMPLES=$${SCHEMATHESIS_MAX_EXAMPLES:-12} $(PY) -m pytest -q -p no:cacheprovider \
+	$(SOAK_ENV) $(PY) -m pytest tests/reliability -m soak -p no:cacheprovider $(PYTEST_ARGS) || status=1; \
+	$(SOAK_ENV) SOAK_REPORT_NAME=properties $(PY) -m pytest -q -p no:cacheprovider -m "hypothesis and not soak" \
+		-p tests.reliability.soak_plugin tests/core tests/web \
+		--deselect tests/web/security/test_schemathesis.py::test_no_operation_answers_5xx \
+		--deselect tests/web/security/test_schemathesis.py::test_stateful_workflows_never_answer_5xx \
+		|| status=1; \
+	$(SOAK_ENV) SCHEMATHESIS_MAX_EXAMPLES=$${SCHEMATHESIS_MAX_EXAMPLES:-12} $(PY) -m pytest -q -p no:cacheprovider \
 		-p tests.reliability.soak_plugin tests/web/security/test_schemathesis.py || status=1; \
 	$(PY) scripts/soak_summary.py var/soak || status=1; \
 	exit $$status

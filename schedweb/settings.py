@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 from pathlib import Path
 
 import dj_database_url
@@ -48,9 +49,26 @@ SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS")
 
+# Content-Security-Policy (schedweb.core.csp): same origin only, no inline script or style but
+# per-response nonces. CSP_REPORT_ONLY sends it as Content-Security-Policy-Report-Only;
+# CSP_DIRECTIVES = {"img-src": ["'self'", "https://..."]} would replace single directives.
+CSP_REPORT_ONLY = env_bool("CSP_REPORT_ONLY")
+
 # Scheduler loop period (seconds) and the simulated node agent (runs tasks for their duration).
 SCHEDULE_PERIOD = float(os.environ.get("SCHEDULE_PERIOD", "2"))
 SIMULATED_AGENT = env_bool("SIMULATED_AGENT")
+# The queue of jobs and manifests that name none (created by core migration 0007 when absent,
+# protected from deletion, as Volcano's `default` queue).
+DEFAULT_QUEUE = os.environ.get("DEFAULT_QUEUE", "default").strip() or "default"
+if DEFAULT_QUEUE == "root" or not re.fullmatch(r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,251}[A-Za-z0-9])?",
+                                                DEFAULT_QUEUE):
+    raise ImproperlyConfigured(f"DEFAULT_QUEUE {DEFAULT_QUEUE!r} must be a queue name (letters, digits, '-', "
+                               "'_', '.'; not 'root').")
+# Demo only (`make run`): a steady trickle of demo jobs (schedweb.scheduling.demo_arrivals).
+DEMO_ARRIVALS = env_bool("DEMO_ARRIVALS")
+# Scheduler: the cycle process keeps its snapshot between cycles and applies only what changed
+# (PostgreSQL; schedweb.scheduling.incremental); a full load every this many cycles regardless.
+SCHEDULER_FULL_RELOAD_EVERY = int(os.environ.get("SCHEDULER_FULL_RELOAD_EVERY", "100"))
 
 # Apps of this project; the optional ones are installed when their package exists on disk so
 # helpers can land them independently. Order matters only for template lookup.
@@ -78,10 +96,12 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "schedweb.core.csp.ContentSecurityPolicyMiddleware",  # first: every answer gets the policy
     "whitenoise.middleware.WhiteNoiseMiddleware",
     # Request id + request facts for audit entries (only when the audit app is installed).
     *(["schedweb.audit.context.AuditContextMiddleware"] if "schedweb.audit" in PROJECT_APPS else []),
     "schedweb.core.middleware.RequestSizeLimitMiddleware",
+    "schedweb.core.request_guard.RequestGuardMiddleware",  # 400 for NUL/control chars in path/query
     "schedweb.core.middleware.DatabaseUnavailableMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -101,9 +121,16 @@ MIDDLEWARE = [
 # get 413 from RequestSizeLimitMiddleware, before any parser reads them.
 DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("DATA_UPLOAD_MAX_MEMORY_SIZE", str(10 * 1024 * 1024)))
 
-# Login throttling (schedweb.core.login_throttle): failures per (username, IP) and window seconds.
-LOGIN_THROTTLE_FAILURES = int(os.environ.get("LOGIN_THROTTLE_FAILURES", "10"))
+# Login throttling (schedweb.core.login_throttle), per username and per client address: failures
+# before a lock, seconds a failure is remembered, first lock and its cap (doubling in between).
+LOGIN_THROTTLE_USER_FAILURES = int(os.environ.get("LOGIN_THROTTLE_USER_FAILURES", "5"))
+LOGIN_THROTTLE_IP_FAILURES = int(os.environ.get("LOGIN_THROTTLE_IP_FAILURES", "20"))
 LOGIN_THROTTLE_WINDOW = int(os.environ.get("LOGIN_THROTTLE_WINDOW", str(15 * 60)))
+LOGIN_THROTTLE_BACKOFF = float(os.environ.get("LOGIN_THROTTLE_BACKOFF", "1"))
+LOGIN_THROTTLE_MAX_BACKOFF = float(os.environ.get("LOGIN_THROTTLE_MAX_BACKOFF", "300"))
+# Web processes sharing the throttle counters: while Redis is down each process counts alone,
+# against 1/THROTTLE_PROCESSES of every limit (schedweb.core.cache_backend.per_process_limit).
+THROTTLE_PROCESSES = int(os.environ.get("THROTTLE_PROCESSES") or os.environ.get("WEB_WORKERS") or "2")
 LOGIN_THROTTLE_PATHS = ["/admin/login/"]  # plus any URL named "login"
 AUTHENTICATION_BACKENDS = ["schedweb.core.login_throttle.ThrottledModelBackend"]
 
@@ -156,6 +183,12 @@ CELERY_BROKER_URL = REDIS_URL
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TIMEZONE = "UTC"
+# The cycle goes to its own queue, consumed by one scheduler worker (docker-compose: `worker`,
+# `-Q scheduler --pool=solo`); a worker started without -Q consumes both. One message at a time
+# per worker, so a worker that takes over finds the next cycle rather than a prefetched backlog.
+CELERY_TASK_QUEUES = {"celery": {}, "scheduler": {}}
+CELERY_TASK_ROUTES = {"schedweb.scheduling.cycle": {"queue": "scheduler"}}
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CACHES = {
     "default": (
         {"BACKEND": "schedweb.core.cache_backend.ResilientRedisCache", "LOCATION": REDIS_URL}
@@ -203,7 +236,9 @@ REST_FRAMEWORK: dict = {
     "DEFAULT_THROTTLE_CLASSES": ["schedweb.api.throttling.AnonRateThrottle",
                                  "schedweb.api.throttling.UserRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {"anon": os.environ.get("API_THROTTLE_ANON", "120/minute"),
-                               "user": os.environ.get("API_THROTTLE_USER", "20000/minute")},
+                               "user": os.environ.get("API_THROTTLE_USER", "20000/minute"),
+                               # refused API tokens per client address (schedweb.api.authentication)
+                               "bad_token": os.environ.get("API_THROTTLE_BAD_TOKEN", "30/minute")},
 }
 if "schedweb.api" in PROJECT_APPS:
     REST_FRAMEWORK.update({
@@ -212,6 +247,19 @@ if "schedweb.api" in PROJECT_APPS:
         "DEFAULT_PAGINATION_CLASS": "schedweb.api.pagination.ApiPagination",
         "EXCEPTION_HANDLER": "schedweb.api.exceptions.api_exception_handler",
     })
+# Request limits (README "Input limits"): bounded work per request. Tasks per job, jobs per
+# manifest, JSON nesting depth, and the YAML budget (nesting depth and nodes after expanding
+# aliases, so an alias bomb is refused while it is read). Shapes and text: scheduler_core.shapes.
+MAX_TASKS_PER_JOB = int(os.environ.get("MAX_TASKS_PER_JOB", "10000"))
+MAX_JOBS_PER_MANIFEST = int(os.environ.get("MAX_JOBS_PER_MANIFEST", "500"))
+MAX_JSON_DEPTH = int(os.environ.get("MAX_JSON_DEPTH", "64"))
+MAX_YAML_DEPTH = int(os.environ.get("MAX_YAML_DEPTH", "64"))
+MAX_YAML_NODES = int(os.environ.get("MAX_YAML_NODES", "1000000"))
+if "schedweb.api" in PROJECT_APPS:
+    REST_FRAMEWORK["DEFAULT_PARSER_CLASSES"] = ["schedweb.api.parsers.BoundedJSONParser",
+                                                "rest_framework.parsers.FormParser",
+                                                "rest_framework.parsers.MultiPartParser"]
+
 SPECTACULAR_SETTINGS = {
     "TITLE": "schedweb API",
     "DESCRIPTION": "Queues, nodes, jobs (PodGroups) and the scheduler configuration.",

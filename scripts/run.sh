@@ -1,11 +1,31 @@
 #!/usr/bin/env bash
 # `make run`: migrate the SQLite default, load the demo into an empty database, ensure the
-# admin account, start the scheduler loop (when available) and serve on 127.0.0.1:8000.
+# admin account, start the scheduler loop (when available) and serve on HOST:PORT (default
+# 127.0.0.1:8000). The demo moves: the simulated agent runs tasks for their duration and reports
+# node usage, and a demo job arrives every few cycles (DEMO_ARRIVALS).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+HOST="${HOST:-127.0.0.1}"
+PORT="${PORT:-8000}"
+if ! [[ "$PORT" =~ ^[0-9]+$ ]] || (( 10#$PORT < 1 || 10#$PORT > 65535 )); then
+    echo "run: PORT must be a number from 1 to 65535, not '$PORT'" >&2
+    exit 2
+fi
+PORT=$((10#$PORT))
+if ! [[ "$HOST" =~ ^([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])$ ]]; then
+    echo "run: HOST must be a host name, an IPv4 address or a bracketed IPv6 address ([::1]), not '$HOST'" >&2
+    exit 2
+fi
+# Django answers only the host names in ALLOWED_HOSTS: add HOST to the defaults unless it is a
+# wildcard address (then set ALLOWED_HOSTS to the names clients use).
+if [ -z "${ALLOWED_HOSTS:-}" ] && [ "$HOST" != "0.0.0.0" ] && [ "$HOST" != "[::]" ]; then
+    export ALLOWED_HOSTS="127.0.0.1,localhost,[::1],$HOST"
+fi
+
 export DEBUG="${DEBUG:-1}"
 export SIMULATED_AGENT="${SIMULATED_AGENT:-1}"
+export DEMO_ARRIVALS="${DEMO_ARRIVALS:-1}"
 PY=.venv/bin/python
 mkdir -p var
 
@@ -24,6 +44,9 @@ else
     echo "run: no run_scheduler command yet: serving without the scheduler loop"
 fi
 
-echo "run: serving on http://127.0.0.1:8000/ (admin: http://127.0.0.1:8000/admin/)"
+url_host="$HOST"
+case "$HOST" in 0.0.0.0 | "[::]") url_host=127.0.0.1 ;; esac
+echo "run: serving on http://$url_host:$PORT/ (admin: http://$url_host:$PORT/admin/)"
+echo "run: users and queue roles: scripts/manage.sh users --help"
 $PY manage.py ensure_admin
-$PY manage.py runserver --noreload 127.0.0.1:8000
+$PY manage.py runserver --noreload "$HOST:$PORT"

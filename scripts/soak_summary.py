@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
 """Print the `make soak` summary from the JSON reports the soak tests wrote (default var/soak/).
 
-One row per test: outcome, faults injected and survived, requests sent, bad inputs tried,
-errors, jobs submitted/stored and anything lost; then the totals. Exit 1 when something was lost
-or a test failed (an xfailed test is a known bug, listed but not a failure of the run).
+One row per test: outcome, faults injected and survived, requests sent, bad inputs tried, 5xx
+answers (other than the database-down 503 a test provoked on purpose), errors, jobs
+submitted/stored and anything lost; then the totals, and the health row: cycles run, cycles failed,
+cycles failed after the poison job was stored (tests/reliability/load.py), faults survived, inputs
+tried, 5xx and lost. Exit 1 when something was lost, a 5xx was answered, a cycle failed after the
+poison job, or a test failed (an xfailed test is a known bug, listed but not a failure of the run).
 """
 
 from __future__ import annotations
@@ -13,9 +16,11 @@ import sys
 from pathlib import Path
 
 COLUMNS = [("outcome", "outcome"), ("faults_injected", "faults"), ("faults_survived", "survived"),
-           ("requests", "requests"), ("bad_inputs", "bad inputs"), ("errors", "errors"),
+           ("requests", "requests"), ("bad_inputs", "bad inputs"), ("5xx", "5xx"), ("errors", "errors"),
            ("submitted", "submitted"), ("stored", "stored"), ("lost", "lost")]
 NUMERIC = [key for key, _ in COLUMNS[1:]]
+CYCLES = [("cycles_run", "cycles run"), ("cycles_failed", "cycles failed"),
+          ("cycles_failed_after_poison", "failed after poison")]
 
 
 def short_name(test: str) -> str:
@@ -26,10 +31,35 @@ def short_name(test: str) -> str:
     return f"{Path(path).stem}::{name}"
 
 
+def server_errors(report: dict) -> int:
+    """5xx answers a report counted: its own (schemathesis) plus its load runs' (other than the
+    database-down 503s that a test provoked on purpose)."""
+    own = int(report.get("server_errors", 0) or 0)
+    return own + sum(int(run.get("server_errors", 0) or 0) for run in report.get("load", []))
+
+
 def load_reports(folder: Path) -> list[dict]:
-    """Every *.json report of the folder, sorted by test name."""
+    """Every *.json report of the folder, sorted by test name, with its 5xx count as "5xx"."""
     reports = [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))]
+    for report in reports:
+        report["5xx"] = server_errors(report)
     return sorted(reports, key=lambda r: short_name(str(r.get("test", ""))))
+
+
+def _total(reports: list[dict], key: str) -> int:
+    return sum(int(r.get(key, 0) or 0) for r in reports)
+
+
+def _format(rows: list[list[str]], rules_after: tuple[int, ...]) -> list[str]:
+    """Fixed-width text: the first column left-aligned, the others right-aligned."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = []
+    for i, row in enumerate(rows):
+        cells = [row[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(row[1:], widths[1:], strict=True)]
+        lines.append("  ".join(cells))
+        if i in rules_after:
+            lines.append("  ".join("-" * w for w in widths))
+    return lines
 
 
 def table(reports: list[dict]) -> list[str]:
@@ -38,16 +68,27 @@ def table(reports: list[dict]) -> list[str]:
     for report in reports:
         name = short_name(str(report.get("test", "?")))
         rows.append([name] + [str(report.get(key, 0)) for key, _ in COLUMNS])
-    totals = {key: sum(int(r.get(key, 0) or 0) for r in reports) for key in NUMERIC}
-    rows.append(["TOTAL", ""] + [str(totals[key]) for key in NUMERIC])
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines = []
-    for i, row in enumerate(rows):
-        cells = [row[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(row[1:], widths[1:], strict=True)]
-        lines.append("  ".join(cells))
-        if i == 0 or i == len(rows) - 2:
-            lines.append("  ".join("-" * w for w in widths))
-    return lines
+    rows.append(["TOTAL", ""] + [str(_total(reports, key)) for key in NUMERIC])
+    return _format(rows, (0, len(rows) - 2))
+
+
+def health(reports: list[dict]) -> dict[str, int]:
+    """The run's health figures: cycles (from the tests that counted them), faults, inputs, 5xx, lost."""
+    figures = {key: _total(reports, key) for key, _ in CYCLES}
+    figures.update({"faults_injected": _total(reports, "faults_injected"),
+                    "faults_survived": _total(reports, "faults_survived"),
+                    "inputs": _total(reports, "bad_inputs"), "5xx": _total(reports, "5xx"),
+                    "lost": _total(reports, "lost")})
+    return figures
+
+
+def health_table(figures: dict[str, int]) -> list[str]:
+    """The cycle-health row under its titles."""
+    titles = ["health"] + [title for _, title in CYCLES] + ["faults survived", "inputs tried", "5xx", "lost"]
+    values = (["cycle health"] + [str(figures[key]) for key, _ in CYCLES]
+              + [f"{figures['faults_survived']} of {figures['faults_injected']}", str(figures["inputs"]),
+                 str(figures["5xx"]), str(figures["lost"])])
+    return _format([titles, values], (0,))
 
 
 def main(argv: list[str]) -> int:
@@ -63,6 +104,9 @@ def main(argv: list[str]) -> int:
     elapsed = f" in {finished - float(started.read_text()):.0f} s" if started.exists() else ""
     print(f"\nmake soak summary ({len(reports)} runs{elapsed}; reports in {folder}/)")
     print("\n".join(table(reports)))
+    figures = health(reports)
+    print()
+    print("\n".join(health_table(figures)))
     known = [r for r in reports if r.get("outcome") == "xfailed"]
     for report in known:
         facts = [f"{report.get('errors', 0)} errors"]
@@ -71,12 +115,12 @@ def main(argv: list[str]) -> int:
         if report.get("statuses_during"):
             facts.append(f"answers while down {report['statuses_during']}")
         print(f"known bug (xfail): {short_name(str(report['test']))}: {', '.join(facts)}")
-    lost = sum(int(r.get("lost", 0) or 0) for r in reports)
     failed = [r for r in reports if r.get("outcome") not in ("passed", "xfailed")]
     outcomes = [str(r.get("outcome", "error")) for r in reports]
     print("runs: " + ", ".join(f"{outcomes.count(o)} {o}" for o in sorted(set(outcomes)))
-          + f"; lost: {lost}")
-    return 1 if lost or failed else 0
+          + f"; lost: {figures['lost']}")
+    bad = figures["lost"] or figures["5xx"] or figures["cycles_failed_after_poison"]
+    return 1 if bad or failed else 0
 
 
 if __name__ == "__main__":

@@ -1,4 +1,8 @@
-"""Token authentication: `Authorization: Token <key>` (or `Bearer <key>`), keys hashed at rest."""
+"""Token authentication: `Authorization: Token <key>` (or `Bearer <key>`), keys hashed at rest.
+
+Every refused token is counted per client address (schedweb.api.throttling.BadTokenThrottle);
+past the `bad_token` rate the answer is 429 with Retry-After instead of 401.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +17,7 @@ from rest_framework import authentication, exceptions
 from schedweb.api.cache import version_columns, version_digest
 from schedweb.api.models import ApiToken
 from schedweb.api.services import LAST_USED_RESOLUTION, hash_key, token_authenticate
+from schedweb.api.throttling import bad_token_wait
 
 
 class ApiTokenAuthentication(authentication.BaseAuthentication):
@@ -26,19 +31,28 @@ class ApiTokenAuthentication(authentication.BaseAuthentication):
         if not header or header[0].decode(errors="replace").lower() not in self.keywords:
             return None
         if len(header) != 2:
-            raise exceptions.AuthenticationFailed("Invalid token header: expected 'Token <key>'.")
+            raise refusal(request, "Invalid token header: expected 'Token <key>'.")
         try:
             raw = header[1].decode()
         except UnicodeError as exc:
-            raise exceptions.AuthenticationFailed("Invalid token header: key is not ASCII.") from exc
+            raise refusal(request, "Invalid token header: key is not ASCII.") from exc
         token = active_token(raw, request)
         if token is None or not token.user.is_active:
-            raise exceptions.AuthenticationFailed("Invalid, expired or revoked token.")
+            raise refusal(request, "Invalid, expired or revoked token.")
         return token.user, token
 
     def authenticate_header(self, request) -> str:
         """Makes DRF answer 401 (not 403) to unauthenticated requests."""
         return 'Token realm="api"'
+
+
+def refusal(request, message: str) -> exceptions.APIException:
+    """The error for a refused token: 401 `message`, or 429 once the client's address has passed
+    the bad-token rate (each refusal counts)."""
+    wait = bad_token_wait(request)
+    if wait is None:
+        return exceptions.AuthenticationFailed(message)
+    return exceptions.Throttled(wait=wait, detail="Too many requests with an invalid token.")
 
 
 @cache

@@ -2,12 +2,12 @@
 
 A body is keyed by (endpoint, what the user may read, media type, absolute URL) and is valid
 for one *data version*: a single round trip of O(1) index lookups (newest cycle and sample
-ids, the queue set, job/task id and `updated` watermarks, priority class names). Every write
-path of the project (services, the cycle's writes) bumps one of them, so a new cycle, a
-submission, a task report or a queue edit makes the next request compute afresh. A write the
-watermarks cannot see (a bulk `.update()` that leaves `updated` alone, a username change, two
-transactions committing out of timestamp order) shows at the next change or after
-API_CACHE_SECONDS at most. Two levels: this process (no pickling), then Django's cache (Redis
+ids, the newest id of the scheduler's change log, which triggers extend for every write of
+queues, nodes, priority classes, quotas, jobs and tasks, whoever the writer; SQLite: the
+tables' own id and `updated` watermarks). So a new cycle, a submission, a task report or a queue
+edit makes the next request compute afresh. A write the version cannot see (a username change,
+two transactions committing out of log-id order) shows at the next change (the next cycle) or
+after API_CACHE_SECONDS at most. Two levels: this process (no pickling), then Django's cache (Redis
 when REDIS_URL is set, shared by all workers). While one thread of a process recomputes a
 body, its other threads answer with the previous version of the same URL (at most one
 recomputation old) instead of queueing; a request with no body at hand waits. ETag on every
@@ -54,22 +54,26 @@ def version_columns() -> str:
     """The SELECT list whose values make the data version (also fused into the token lookup)."""
     t = {m.__name__: m._meta.db_table for m in (CycleRun, QueueSample, Queue, Job, Task, PriorityClass)}
     user_t = get_user_model()._meta.db_table
-    names = ("string_agg(CAST(id AS text) || '=' || name, ',' ORDER BY id)"
-             if connection.vendor == "postgresql" else "group_concat(id || '=' || name, ',')")
-    # Each sub-select is an index lookup (the newest pk or indexed, non-null `updated`) or reads a
-    # table of a few hundred rows at most (queues, priority classes). `ORDER BY .. DESC LIMIT 1`
-    # rather than max(), and the queue figures in one sub-select: the statement runs on every
-    # cached read (fused into the token lookup) and is planned every time (client-side binding);
-    # this halves its cost on PostgreSQL (planning was most of it) for the same watermarks.
+
+    # `ORDER BY .. DESC LIMIT 1` rather than max(): the statement runs on every cached read (fused
+    # into the token lookup) and is planned every time (client-side binding); cheaper to plan.
     def newest(column: str, table: str) -> str:
         return f"(SELECT {column} FROM {table} ORDER BY {column} DESC LIMIT 1)"
 
+    if connection.vendor == "postgresql":
+        # The scheduler's change log (scheduling migration 0004): its triggers add a row for every
+        # insert, update and delete of queues, nodes, priority classes, quotas, jobs and tasks,
+        # whoever the writer, so its newest id is one primary-key lookup that moves with them all
+        # (no `updated` index on jobs and tasks to keep for it).
+        return ", ".join((newest("id", t["CycleRun"]), newest("id", t["QueueSample"]),
+                          newest("id", "scheduling_change"), newest("id", user_t)))
+    # SQLite (development): watermarks of the tables themselves (small tables, no index needed).
     return ", ".join((
         newest("id", t["CycleRun"]), newest("id", t["QueueSample"]),
         f"(SELECT count(*) || ',' || max(updated) || ',' || sum(id) FROM {t['Queue']})",
-        newest("id", t["Job"]), newest("updated", t["Job"]),
-        newest("id", t["Task"]), newest("updated", t["Task"]),
-        f"(SELECT {names} FROM {t['PriorityClass']})", newest("id", user_t),
+        newest("id", t["Job"]), f"(SELECT max(updated) FROM {t['Job']})",
+        newest("id", t["Task"]), f"(SELECT max(updated) FROM {t['Task']})",
+        f"(SELECT group_concat(id || '=' || name, ',') FROM {t['PriorityClass']})", newest("id", user_t),
     ))
 
 

@@ -6,21 +6,26 @@ same checks: permissions, name resolution with field errors, then exactly one se
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from rest_framework.exceptions import PermissionDenied
 
+from schedweb.api.exceptions import IdempotencyKeyReused
 from schedweb.api.permissions import QueueAccess
 from schedweb.core import services
 from schedweb.core.models import ROOT_QUEUE_NAME, Job, PriorityClass, Queue
+from schedweb.core.validation import check_text
 
 
 def resolve_queue(name: str | None, field: str = "queue") -> Queue | None:
     """The queue named `name` (None and "root", the implicit root, are None), or a field error."""
     if name is None or name == ROOT_QUEUE_NAME:
         return None
+    check_text(name, field, max_length=253)  # before the lookup: PostgreSQL refuses NUL
     queue = Queue.objects.filter(name=name).first()
     if queue is None:
         raise ValidationError({field: [f"Unknown queue {name!r}."]})
@@ -31,6 +36,7 @@ def resolve_priority_class(name: str | None) -> PriorityClass | None:
     """The priority class named `name`, or a field error naming it."""
     if not name:
         return None
+    check_text(name, "priority_class", max_length=253)
     pc = PriorityClass.objects.filter(name=name).first()
     if pc is None:
         raise ValidationError({"priority_class": [f"Unknown priority class {name!r}."]})
@@ -80,15 +86,35 @@ def queue_update(*, access: QueueAccess, queue: Queue, data: dict[str, Any]) -> 
     return queue
 
 
-def job_submit(*, access: QueueAccess, data: dict[str, Any], idempotency_key: str | None = None
-               ) -> tuple[Job, bool]:
-    """Submit a job; returns (job, created). A known Idempotency-Key returns the first job instead."""
+def body_hash(body: Any) -> str:
+    """sha256 of the canonical JSON of a request body (sorted keys, no blanks): the fingerprint an
+    Idempotency-Key is bound to, so key order or spacing never makes two bodies differ."""
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True, default=str)
+    return hashlib.sha256(text.encode("ascii")).hexdigest()
+
+
+def job_queue(name: Any) -> Queue:
+    """The leaf queue a job is submitted to: "root" (the implicit top) is a field error."""
+    if name == ROOT_QUEUE_NAME:
+        raise ValidationError({"queue": [f'"{ROOT_QUEUE_NAME}" is the implicit root queue; jobs go into '
+                                         "leaf queues only."]})
+    queue = resolve_queue(name)
+    if queue is None:
+        raise ValidationError({"queue": ["This field is required."]})
+    return queue
+
+
+def job_submit(*, access: QueueAccess, data: dict[str, Any], idempotency_key: str | None = None,
+               request_hash: str = "") -> tuple[Job, bool]:
+    """Submit a job; returns (job, created). A known Idempotency-Key with the same body
+    (`request_hash`, see body_hash) returns the first job instead; with another body it is a 409."""
     user = access.user
     if idempotency_key:
-        first = _idempotent_job(user, idempotency_key, data)
+        check_text(idempotency_key, "Idempotency-Key", max_length=255)
+        first = _idempotent_job(user, idempotency_key, data, request_hash)
         if first is not None:
             return first, False
-    queue = resolve_queue(data["queue"])
+    queue = job_queue(data["queue"])
     if not access.can_submit(queue.id):
         raise PermissionDenied(f"You may not submit jobs to queue {queue.name}.")
     kwargs = {k: v for k, v in data.items() if k not in ("queue", "priority_class")}
@@ -97,12 +123,13 @@ def job_submit(*, access: QueueAccess, data: dict[str, Any], idempotency_key: st
         with transaction.atomic():
             job = services.job_submit(
                 queue=queue, priority_class=resolve_priority_class(data.get("priority_class")),
-                submitted_by=user, idempotency_key=idempotency_key or None, **kwargs,
+                submitted_by=user, idempotency_key=idempotency_key or None,
+                idempotency_hash=request_hash if idempotency_key else "", **kwargs,
             )
     except (IntegrityError, ValidationError) as exc:
         # A retry that raced past the lookup above fails on the (namespace, name) check or on
         # the unique constraints: it returns the winner's job. Anything else is re-raised.
-        first = _idempotent_job(user, idempotency_key, data) if idempotency_key else None
+        first = _idempotent_job(user, idempotency_key, data, request_hash) if idempotency_key else None
         if first is not None:
             return first, False
         if isinstance(exc, IntegrityError):  # a concurrent submit of the same name won
@@ -112,9 +139,15 @@ def job_submit(*, access: QueueAccess, data: dict[str, Any], idempotency_key: st
     return job, True
 
 
-def _idempotent_job(user, key: str, data: dict[str, Any]) -> Job | None:
+def _idempotent_job(user, key: str, data: dict[str, Any], request_hash: str = "") -> Job | None:
+    """The job this user first submitted with `key`; IdempotencyKeyReused (409) when it came with
+    another body (jobs stored before bodies were hashed compare namespace and name)."""
     job = Job.objects.filter(submitted_by=user, idempotency_key=key).first()
-    if job is not None and (job.namespace, job.name) != (data["namespace"], data["name"]):
-        raise ValidationError({"Idempotency-Key": [
-            f"Already used for job {job.namespace}/{job.name}; use a new key for a different job."]})
+    if job is None:
+        return None
+    same = (job.idempotency_hash == request_hash if job.idempotency_hash and request_hash
+            else (job.namespace, job.name) == (data["namespace"], data["name"]))
+    if not same:
+        raise IdempotencyKeyReused(f"Idempotency-Key already used for job {job.namespace}/{job.name} with a "
+                                   "different request body; use a new key for a different request.")
     return job

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
@@ -14,6 +15,28 @@ from rest_framework.views import APIView
 from rest_framework.views import exception_handler as drf_exception_handler
 
 NON_FIELD = "non_field_errors"
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+class IdempotencyKeyReused(exceptions.APIException):
+    """409: an Idempotency-Key seen before with a different request body (as payment APIs do)."""
+
+    status_code = 409
+    default_code = "idempotency_key_reused"
+    default_detail = "Idempotency-Key already used with a different request body."
+    field = "Idempotency-Key"
+
+
+def sanitize(value: Any) -> Any:
+    """`value` with every unpaired surrogate (keys included) replaced by U+FFFD, so the JSON
+    renderer (UTF-8) can always encode what an error message echoes back."""
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {sanitize(k): sanitize(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [sanitize(v) for v in value]
+    return value
 
 
 def flatten_errors(detail: Any, prefix: str = "") -> dict[str, list[str]]:
@@ -83,8 +106,10 @@ def api_exception_handler(exc: Exception, context: dict) -> Response | None:
         response.data = error_body("invalid", _message(fields, "Invalid input."), fields)
     else:
         code = exc.get_codes() if isinstance(exc.get_codes(), str) else exc.default_code
-        response.data = error_body(str(code), str(exc.detail) if not isinstance(exc.detail, dict | list)
-                                   else exc.default_detail)
+        message = str(exc.detail) if not isinstance(exc.detail, dict | list) else exc.default_detail
+        field = getattr(exc, "field", None)
+        response.data = error_body(str(code), message, {field: [message]} if field else None)
+    response.data = sanitize(response.data)
     return response
 
 

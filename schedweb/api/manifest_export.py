@@ -1,11 +1,20 @@
-"""Export of queues and jobs as Volcano manifests (the inverse of `manifests.py`)."""
+"""Export of queues and jobs as Volcano manifests (the inverse of `manifests.py`).
+
+Stored free-form values (affinity, tolerations, labels, spread constraints, annotations) are
+checked before they are written: one nested deeper than scheduler_core.shapes.MAX_DEPTH (stored
+before the API bounded nesting) raises ExportProblem naming the object and the path, and the
+view leaves that object out instead of failing the whole export with a RecursionError.
+"""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import yaml
+from django.core.exceptions import ValidationError
 
+from scheduler_core.shapes import ShapeError, check_depth
 from schedweb.api.manifests import (
     DURATION_ANNOTATION,
     GROUP_NAME_ANNOTATION,
@@ -16,8 +25,51 @@ from schedweb.api.manifests import (
     SLA_ANNOTATION,
     TASK_SPEC_ANNOTATION,
     format_duration,
+    parse_duration,
 )
 from schedweb.api.units import to_quantities
+
+# Free-form JSON columns the export reads as text (`<field>_json`, see `json_columns`) and decodes
+# here: Django's own decoding of a 900-level value is a RecursionError before any view code runs.
+TASK_JSON_FIELDS = ("labels", "node_selector", "tolerations", "affinity", "topology_spread_constraints")
+QUEUE_JSON_FIELDS = ("annotations",)
+
+
+class ExportProblem(ValueError):
+    """An object whose stored data cannot be exported (the message names the path)."""
+
+
+def json_columns(fields: tuple[str, ...]) -> dict[str, Any]:
+    """Annotations reading each JSON column as text (`<field>_json`); defer the columns themselves."""
+    from django.db.models import TextField
+    from django.db.models.functions import Cast
+
+    return {f"{field}_json": Cast(field, TextField()) for field in fields}
+
+
+def _checked(value: Any, path: str) -> Any:
+    try:
+        return check_depth(value, path)
+    except ShapeError as exc:
+        raise ExportProblem(str(exc)) from None
+
+
+def decode_columns(obj: Any, fields: tuple[str, ...], where: str) -> None:
+    """Set each field of `obj` from its `<field>_json` text (when the query read it so), refusing
+    text nested deeper than shapes.MAX_DEPTH before decoding it."""
+    from scheduler_core.shapes import MAX_DEPTH
+    from schedweb.api.parsers import json_depth
+
+    for field in fields:
+        text = getattr(obj, f"{field}_json", None)
+        if not hasattr(obj, f"{field}_json"):
+            continue
+        if text is None:
+            setattr(obj, field, None)
+            continue
+        if json_depth(text.encode()) > MAX_DEPTH:
+            raise ExportProblem(f"{where}.{field}: nested deeper than {MAX_DEPTH} levels")
+        setattr(obj, field, _checked(json.loads(text), f"{where}.{field}"))
 
 
 def queue_to_manifest(queue) -> dict:
@@ -31,23 +83,44 @@ def queue_to_manifest(queue) -> dict:
             spec[key] = to_quantities(getattr(queue, key))
     if queue.guarantee is not None:
         spec["guarantee"] = {"resource": to_quantities(queue.guarantee)}
+    decode_columns(queue, QUEUE_JSON_FIELDS, "metadata")
     meta: dict[str, Any] = {"name": queue.name}
     if queue.annotations:
-        meta["annotations"] = dict(queue.annotations)
+        meta["annotations"] = dict(_checked(queue.annotations, "metadata.annotations"))
     return {"apiVersion": QUEUE_API, "kind": "Queue", "metadata": meta, "spec": spec,
             "status": {"state": queue.state}}
 
 
 def _job_metadata(job) -> dict:
-    annotations: dict[str, str] = {}
-    if not job.preemptable:
+    """name, namespace, the labels and annotations kept from the manifest, and the annotations
+    the job's fields stand for (`volcano.sh/preemptable`, `sla-waiting-time`)."""
+    kept = (job.passthrough or {}).get("metadata") or {}
+    annotations: dict[str, Any] = dict(kept.get("annotations") or {})
+    written = annotations.get(PREEMPTABLE_ANNOTATION)
+    if written is not None and str(written).lower() != str(bool(job.preemptable)).lower():
+        annotations[PREEMPTABLE_ANNOTATION] = str(bool(job.preemptable)).lower()
+    elif written is None and not job.preemptable:
         annotations[PREEMPTABLE_ANNOTATION] = "false"
-    if job.sla_waiting_time is not None:
+    if job.sla_waiting_time is None:
+        annotations.pop(SLA_ANNOTATION, None)
+    elif not _same_duration(annotations.get(SLA_ANNOTATION), job.sla_waiting_time):
         annotations[SLA_ANNOTATION] = format_duration(job.sla_waiting_time)
     meta: dict[str, Any] = {"name": job.name, "namespace": job.namespace}
+    if kept.get("labels"):
+        meta["labels"] = dict(kept["labels"])
     if annotations:
         meta["annotations"] = annotations
     return meta
+
+
+def _same_duration(written: Any, seconds: float) -> bool:
+    """Whether the annotation as written already says `seconds` (kept verbatim then: "1h" stays)."""
+    if written is None:
+        return False
+    try:
+        return parse_duration(written, "") == seconds
+    except ValidationError:
+        return False
 
 
 def _pod_parts(task) -> tuple[dict, dict]:
@@ -58,6 +131,10 @@ def _pod_parts(task) -> tuple[dict, dict]:
     if task.duration is not None:
         annotations[DURATION_ANNOTATION] = str(int(task.duration) if float(task.duration).is_integer()
                                                else task.duration)
+    where = f"tasks[{task.name}]"
+    decode_columns(task, TASK_JSON_FIELDS, where)
+    for field in TASK_JSON_FIELDS:
+        _checked(getattr(task, field, None), f"{where}.{field}")
     meta: dict[str, Any] = {}
     if task.labels:
         meta["labels"] = dict(task.labels)
@@ -71,6 +148,8 @@ def _pod_parts(task) -> tuple[dict, dict]:
         spec["tolerations"] = list(task.tolerations)
     if task.affinity:
         spec["affinity"] = task.affinity
+    if getattr(task, "topology_spread_constraints", None):
+        spec["topologySpreadConstraints"] = list(task.topology_spread_constraints)
     if task.priority is not None:
         spec["priority"] = task.priority
     if task.preemption_policy and task.preemption_policy != "PreemptLowerPriority":
@@ -79,7 +158,8 @@ def _pod_parts(task) -> tuple[dict, dict]:
 
 
 def job_to_podgroup(job, tasks) -> list[dict]:
-    """A job as a PodGroup followed by one Pod per task (linked by the group-name annotation)."""
+    """A job as a PodGroup followed by one Pod per task (linked by the group-name annotation);
+    Pods imported with the job come back as written."""
     spec: dict[str, Any] = {"queue": job.queue.name, "minMember": job.min_member}
     if job.min_task_member:
         spec["minTaskMember"] = dict(job.min_task_member)
@@ -88,7 +168,14 @@ def job_to_podgroup(job, tasks) -> list[dict]:
     if job.priority_class_id:
         spec["priorityClassName"] = job.priority_class.name
     docs = [{"apiVersion": PODGROUP_API, "kind": "PodGroup", "metadata": _job_metadata(job), "spec": spec}]
+    passthrough = job.passthrough or {}
+    kept_pods = (passthrough.get("pods") or {}) if passthrough.get("kind") == "PodGroup" else {}
     for task in tasks:
+        kept = kept_pods.get(task.name)
+        if kept is not None:
+            meta = {"name": task.name, "namespace": job.namespace, **(kept.get("metadata") or {})}
+            docs.append({"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": kept.get("spec") or {}})
+            continue
         extra, pod_spec = _pod_parts(task)
         annotations = {GROUP_NAME_ANNOTATION: job.name, **extra.get("annotations", {})}
         if task.role:
@@ -101,22 +188,36 @@ def job_to_podgroup(job, tasks) -> list[dict]:
 
 
 def job_to_vcjob(job, tasks) -> dict:
-    """A job as a batch.volcano.sh Job: one task template per role (from its first pod), replicas."""
+    """A job as a batch.volcano.sh Job: per role its replicas and a template (the one it was
+    imported with, else one written from its first pod), with the passthrough fields."""
+    passthrough = job.passthrough if (job.passthrough or {}).get("kind") == "Job" else {}
     roles: dict[str, list] = {}
     for task in tasks:
         roles.setdefault(task.role or "default", []).append(task)
+    min_task_member = job.min_task_member or {}
     spec_tasks = []
+    for kept in passthrough.get("tasks") or []:
+        role = kept["name"]
+        entry: dict[str, Any] = {"name": role, "replicas": len(roles.pop(role, []))}
+        if role in min_task_member:
+            entry["minAvailable"] = min_task_member[role]
+        entry.update({k: v for k, v in kept.items() if k not in ("name", "template")})
+        entry["template"] = kept.get("template") or {}
+        spec_tasks.append(entry)
     for role, members in roles.items():
         meta, pod_spec = _pod_parts(members[0])
-        entry: dict[str, Any] = {"name": role, "replicas": len(members)}
-        if role in (job.min_task_member or {}):
-            entry["minAvailable"] = job.min_task_member[role]
+        entry = {"name": role, "replicas": len(members)}
+        if role in min_task_member:
+            entry["minAvailable"] = min_task_member[role]
         entry["template"] = {"metadata": meta, "spec": pod_spec} if meta else {"spec": pod_spec}
         spec_tasks.append(entry)
-    spec: dict[str, Any] = {"minAvailable": job.min_member, "schedulerName": "volcano",
+    kept_spec = passthrough.get("spec") or {}
+    scheduler = kept_spec.get("schedulerName", "volcano")
+    spec: dict[str, Any] = {"minAvailable": job.min_member, "schedulerName": scheduler,
                             "queue": job.queue.name}
     if job.priority_class_id:
         spec["priorityClassName"] = job.priority_class.name
+    spec.update({k: v for k, v in kept_spec.items() if k != "schedulerName"})
     spec["tasks"] = spec_tasks
     return {"apiVersion": JOB_API, "kind": "Job", "metadata": _job_metadata(job), "spec": spec}
 

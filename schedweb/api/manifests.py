@@ -1,147 +1,89 @@
-"""Volcano manifests (YAML) to API write dicts: Queue, PodGroup (+ its Pods) and batch Job.
+"""Volcano manifests (YAML) to API write dicts: PriorityClass, Queue, PodGroup (+ its Pods) and
+batch Job.
 
 Objects we model are read strictly (unknown spec keys are errors naming their path); Kubernetes
-bookkeeping and pod-template keys that do not affect scheduling (image, command, volumes, ...)
-are ignored. The dicts returned here have the shape of the API's write serializers, so import
-and the JSON endpoints share one validation and one service call path.
+bookkeeping is dropped and the fields schedweb does not act on are kept as the job's passthrough
+(schedweb.api.manifests_vcjob). The dicts returned here have the shape of the API's write
+serializers, so import and the JSON endpoints share one validation and one service call path;
+batch Jobs first pass Volcano's admission rules (schedweb.api.manifests_admission).
+
+YAML is read with a budget (`BudgetLoader`): at most MAX_YAML_DEPTH levels of nesting and
+MAX_YAML_NODES nodes counted with every alias expanded, so an alias bomb is refused while it is
+composed, before anything walks it; at most MAX_JOBS_PER_MANIFEST jobs per manifest and
+MAX_TASKS_PER_JOB replicas per batch Job (checked before any pod is generated).
 """
 
 from __future__ import annotations
 
-import re
+from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-from django.core.exceptions import ValidationError
+from django.conf import settings
 
-QUEUE_API = "scheduling.volcano.sh/v1beta1"
-PODGROUP_API = "scheduling.volcano.sh/v1beta1"
-JOB_API = "batch.volcano.sh/v1alpha1"
-GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
-TASK_SPEC_ANNOTATION = "volcano.sh/task-spec"
-PREEMPTABLE_ANNOTATION = "volcano.sh/preemptable"
-SLA_ANNOTATION = "sla-waiting-time"
-DURATION_ANNOTATION = "schedweb.io/duration-seconds"
+from schedweb.api.manifests_admission import admit_vcjob
+from schedweb.api.manifests_base import (  # noqa: F401 - the module's public names, re-exported
+    DURATION_ANNOTATION,
+    GROUP_NAME_ANNOTATION,
+    JOB_API,
+    PODGROUP_API,
+    PREEMPTABLE_ANNOTATION,
+    PRIORITY_CLASS_APIS,
+    QUEUE_API,
+    SLA_ANNOTATION,
+    TASK_SPEC_ANNOTATION,
+    ManifestError,
+    check_json_values,
+    check_keys,
+    fail,
+    format_duration,
+    load_documents,
+    metadata,
+    name_of,
+    obj,
+    parse_duration,
+)
+from schedweb.api.manifests_priority import priority_class_from_manifest
+from schedweb.api.manifests_vcjob import JobDoc, job_from_podgroup, job_from_vcjob
 
-_METADATA_KEYS = {"name", "namespace", "annotations", "labels", "uid", "resourceVersion", "generation",
-                  "creationTimestamp", "managedFields", "ownerReferences", "finalizers", "selfLink"}
-_QUEUE_SPEC = {"weight", "capability", "deserved", "guarantee", "reclaimable", "parent", "priority"}
-_PODGROUP_SPEC = {"minMember", "minTaskMember", "minResources", "queue", "priorityClassName"}
-# batch Job keys that only the Volcano job controller uses: accepted and ignored.
-_JOB_SPEC_IGNORED = {"schedulerName", "policies", "plugins", "maxRetry", "ttlSecondsAfterFinished",
-                     "volumes", "runningEstimate", "networkTopology"}
-_JOB_SPEC = {"minAvailable", "queue", "priorityClassName", "tasks"} | _JOB_SPEC_IGNORED
-_JOB_TASK_IGNORED = {"policies", "maxRetry", "dependsOn", "topologyPolicy"}
-_JOB_TASK = {"name", "replicas", "minAvailable", "template"} | _JOB_TASK_IGNORED
-_GO_DURATION = re.compile(r"(\d+(?:\.\d+)?)(h|ms|m|s)")
-
-
-class ManifestError(ValidationError):
-    """A bad document; `fields` keys are paths like `documents[2].spec.weight`."""
-
-
-def _fail(path: str, message: str) -> None:
-    raise ManifestError({path: [message]})
-
-
-def _obj(value: Any, path: str) -> dict:
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        _fail(path, "Expected a mapping.")
-    return value
+QUEUE_SPEC = {"weight", "capability", "deserved", "guarantee", "reclaimable", "parent", "priority"}
+# Queue write-data field -> manifest path under the document.
+QUEUE_FIELD_PATHS = {"name": "metadata.name", "parent": "spec.parent", "weight": "spec.weight",
+                     "priority": "spec.priority", "reclaimable": "spec.reclaimable",
+                     "capability": "spec.capability", "deserved": "spec.deserved",
+                     "guarantee": "spec.guarantee.resource", "annotations": "metadata.annotations",
+                     "state": "status.state", "queue": "metadata.name"}
+SUPPORTED = {("Queue", QUEUE_API), ("PodGroup", PODGROUP_API), ("Job", JOB_API), ("Pod", "v1")}
+FOREIGN_KIND_HINT = ("expected PriorityClass (scheduling.k8s.io/v1 or v1beta1), Queue or PodGroup "
+                     f"({QUEUE_API}), Job ({JOB_API}) or Pod (v1)")
 
 
-def _name(value: Any, path: str) -> str | None:
-    """An optional name: a string or absent (it keys dict lookups, so nothing else passes)."""
-    if value is not None and not isinstance(value, str):
-        _fail(path, "Expected a string.")
-    return value
+@dataclass
+class Parsed:
+    """A manifest's objects in apply order: priority classes, queues (parents first), jobs."""
+
+    priority_classes: list[tuple[dict, str]] = field(default_factory=list)
+    queues: list[tuple[dict, str]] = field(default_factory=list)
+    jobs: list[JobDoc] = field(default_factory=list)
 
 
-def _check_keys(value: dict, allowed: set[str], path: str) -> None:
-    unknown = sorted(set(value) - allowed)
-    if unknown:
-        raise ManifestError({f"{path}.{key}": ["Unknown or unsupported field."] for key in unknown})
-
-
-def parse_duration(text: Any, path: str) -> float:
-    """A Go duration ("1h30m", "90s") or a number of seconds, as seconds."""
-    if isinstance(text, int | float) and not isinstance(text, bool):
-        return float(text)
-    s = str(text).strip()
-    try:
-        return float(s)  # a bare number of seconds, as in our own duration annotation
-    except ValueError:
-        pass
-    if s and _GO_DURATION.sub("", s) == "":
-        scale = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
-        return sum(float(n) * scale[u] for n, u in _GO_DURATION.findall(s))
-    _fail(path, f"Bad duration {text!r}: expected a Go duration such as '1h30m' or '90s'.")
-    return 0.0  # unreachable
-
-
-def format_duration(seconds: float) -> str:
-    """Seconds as a Go duration string ("1h30m0s" style, or "90s")."""
-    if not float(seconds).is_integer():
-        return f"{seconds}s"
-    total = int(seconds)
-    h, rest = divmod(total, 3600)
-    m, s = divmod(rest, 60)
-    return (f"{h}h" if h else "") + (f"{m}m" if m or h else "") + f"{s}s"
-
-
-def _bool_annotation(annotations: dict, key: str, path: str) -> bool | None:
-    if key not in annotations:
-        return None
-    value = str(annotations[key]).lower()
-    if value not in ("true", "false"):
-        _fail(f"{path}.annotations.{key}", "Expected 'true' or 'false'.")
-    return value == "true"
-
-
-def load_documents(text: str) -> list[dict]:
-    """The non-empty YAML documents of `text`; each must be a mapping with apiVersion and kind."""
-    try:
-        docs = [d for d in yaml.safe_load_all(text) if d is not None]
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise ManifestError({"yaml": [f"Not valid YAML{where}: {getattr(exc, 'problem', exc)}"]}) from exc
-    if not docs:
-        _fail("yaml", "No documents found.")
-    for i, doc in enumerate(docs):
-        if not isinstance(doc, dict):
-            _fail(f"documents[{i}]", "Expected a mapping with apiVersion and kind.")
-        for key in ("apiVersion", "kind"):
-            if not doc.get(key):
-                _fail(f"documents[{i}].{key}", "This field is required.")
-    return docs
-
-
-def _metadata(doc: dict, path: str) -> dict:
-    meta = _obj(doc.get("metadata"), f"{path}.metadata")
-    _check_keys(meta, _METADATA_KEYS, f"{path}.metadata")
-    if not meta.get("name"):
-        _fail(f"{path}.metadata.name", "This field is required.")
-    # Names key dicts below (queues by name, pods by group): anything but a string is refused here.
-    for key in ("name", "namespace"):
-        if meta.get(key) is not None and not isinstance(meta[key], str):
-            _fail(f"{path}.metadata.{key}", "Expected a string.")
-    for key in ("annotations", "labels"):
-        _obj(meta.get(key), f"{path}.metadata.{key}")
-    return meta
+def queue_manifest_path(path: str, api_path: str) -> str:
+    """The manifest path of a queue's API error path (`weight` -> `documents[0].spec.weight`)."""
+    head, _, rest = api_path.partition(".")
+    base = head.split("[", 1)[0]
+    if base in QUEUE_FIELD_PATHS:
+        return f"{path}.{QUEUE_FIELD_PATHS[base]}{head[len(base):]}" + (f".{rest}" if rest else "")
+    return path if api_path == "non_field_errors" else f"{path}.{api_path}"
 
 
 def queue_from_manifest(doc: dict, path: str) -> dict:
     """A Volcano Queue as queue write data (parent "root" or absent = top level)."""
-    meta = _metadata(doc, path)
-    spec = _obj(doc.get("spec"), f"{path}.spec")
-    _check_keys(spec, _QUEUE_SPEC, f"{path}.spec")
-    guarantee = _obj(spec.get("guarantee"), f"{path}.spec.guarantee")
-    _check_keys(guarantee, {"resource"}, f"{path}.spec.guarantee")
-    status = _obj(doc.get("status"), f"{path}.status")
-    parent = _name(spec.get("parent"), f"{path}.spec.parent")
+    meta = metadata(doc, path)
+    spec = obj(doc.get("spec"), f"{path}.spec")
+    check_keys(spec, QUEUE_SPEC, f"{path}.spec")
+    guarantee = obj(spec.get("guarantee"), f"{path}.spec.guarantee")
+    check_keys(guarantee, {"resource"}, f"{path}.spec.guarantee")
+    status = obj(doc.get("status"), f"{path}.status")
+    parent = name_of(spec.get("parent"), f"{path}.spec.parent")
     data: dict[str, Any] = {
         "name": meta["name"],
         "parent": None if parent in (None, "", "root") else parent,
@@ -158,198 +100,75 @@ def queue_from_manifest(doc: dict, path: str) -> dict:
     return data
 
 
-def _pod_request(spec: dict, path: str) -> dict | None:
-    """The pod's request: its containers' requests (limits stand in for missing requests)."""
-    def requests(container_list_key: str) -> list[dict]:
-        """Per container: its requests, with limits standing in for missing requests."""
-        out = []
-        for i, c in enumerate(spec.get(container_list_key) or []):
-            res = _obj(_obj(c, f"{path}.{container_list_key}[{i}]").get("resources"),
-                       f"{path}.{container_list_key}[{i}].resources")
-            out.append({**_obj(res.get("limits"), f"{path}.{container_list_key}[{i}].resources.limits"),
-                        **_obj(res.get("requests"), f"{path}.{container_list_key}[{i}].resources.requests")})
-        return out
-
-    containers, inits = requests("containers"), requests("initContainers")
-    if len(containers) == 1 and not inits:
-        return containers[0]  # the common case: keep the author's quantities verbatim
-    from scheduler_core.model import pod_request
-    from scheduler_core.resources import Resource
-
-    try:
-        total = pod_request([Resource.from_quantities(c) for c in containers],
-                            [Resource.from_quantities(c) for c in inits])
-    except ValueError as exc:
-        _fail(f"{path}.containers", str(exc))
-    return total.to_quantities()
-
-
-def _task_from_pod_spec(name: str, role: str, meta: dict, spec: dict, path: str,
-                        priority_classes: dict[str, int], job_priority_class: str | None) -> dict:
-    """One task from a pod's metadata and spec; `path` is the pod (or template) path."""
-    annotations = meta.get("annotations") or {}
-    meta_path, path = f"{path}.metadata", f"{path}.spec"
-    task: dict[str, Any] = {
-        "name": name,
-        "role": role,
-        "request": _pod_request(spec, path) or {},
-        "labels": meta.get("labels") or {},
-        "node_selector": spec.get("nodeSelector") or {},
-        "tolerations": spec.get("tolerations") or [],
-        "affinity": spec.get("affinity"),
-    }
-    if spec.get("priority") is not None:
-        task["priority"] = spec["priority"]
-    elif spec.get("priorityClassName") and spec["priorityClassName"] != job_priority_class:
-        cls = _name(spec["priorityClassName"], f"{path}.priorityClassName")
-        if cls not in priority_classes:
-            _fail(f"{path}.priorityClassName", f"Unknown priority class {cls!r}.")
-        task["priority"] = priority_classes[cls]
-    if spec.get("preemptionPolicy"):
-        task["preemption_policy"] = spec["preemptionPolicy"]
-    preemptable = _bool_annotation(annotations, PREEMPTABLE_ANNOTATION, meta_path)
-    if preemptable is not None:
-        task["preemptable"] = preemptable
-    if DURATION_ANNOTATION in annotations:
-        task["duration"] = parse_duration(annotations[DURATION_ANNOTATION],
-                                          f"{meta_path}.annotations.{DURATION_ANNOTATION}")
-    return task
+def parse_manifest(docs: list[dict], priority_classes: dict[str, int]) -> Parsed:
+    """Every document read (ManifestError at the first bad one). `priority_classes` (name ->
+    value, the stored ones) resolves task templates' priorityClassName, with the manifest's own
+    PriorityClasses added."""
+    parsed = Parsed()
+    groups: list[tuple[dict, str]] = []
+    vcjobs: list[tuple[dict, str]] = []
+    pods: dict[tuple[str, str], list[tuple[dict, str]]] = {}
+    classes = dict(priority_classes)
+    for i, doc in enumerate(docs):
+        path, kind, api = f"documents[{i}]", doc["kind"], doc["apiVersion"]
+        if (kind, api) in SUPPORTED or (kind == "PriorityClass" and api in PRIORITY_CLASS_APIS):
+            check_json_values(doc, path)  # what is kept must be storable as JSON
+        if (kind, api) == ("Queue", QUEUE_API):
+            parsed.queues.append((queue_from_manifest(doc, path), path))
+        elif kind == "PriorityClass" and api in PRIORITY_CLASS_APIS:
+            data = priority_class_from_manifest(doc, path)
+            classes[data["name"]] = data["value"]
+            parsed.priority_classes.append((data, path))
+        elif (kind, api) == ("PodGroup", PODGROUP_API):
+            groups.append((doc, path))
+        elif (kind, api) == ("Job", JOB_API):
+            admit_vcjob(doc, path)
+            vcjobs.append((doc, path))
+        elif (kind, api) == ("Pod", "v1"):
+            meta = metadata(doc, path)
+            group = (meta.get("annotations") or {}).get(GROUP_NAME_ANNOTATION)
+            if not group or not isinstance(group, str):
+                fail(f"{path}.metadata.annotations", f"A Pod needs the {GROUP_NAME_ANNOTATION} annotation.")
+            pods.setdefault((meta.get("namespace") or "default", group), []).append((doc, path))
+        else:
+            fail(f"{path}.kind", f"Unsupported kind {kind!r} of {api!r}: {FOREIGN_KIND_HINT}.")
+    limit = int(getattr(settings, "MAX_JOBS_PER_MANIFEST", 500))
+    if len(groups) + len(vcjobs) > limit:
+        fail("documents", f"The manifest has {len(groups) + len(vcjobs)} jobs (PodGroups and Jobs); at "
+                          f"most {limit} (MAX_JOBS_PER_MANIFEST).")
+    for doc, path in groups:
+        meta = metadata(doc, path)
+        key = (meta.get("namespace") or "default", meta["name"])
+        parsed.jobs.append(job_from_podgroup(doc, pods.pop(key, []), path, classes))
+    for doc, path in vcjobs:
+        parsed.jobs.append(job_from_vcjob(doc, path, classes))
+    _refuse_duplicates(parsed)
+    for (namespace, group), orphans in pods.items():
+        fail(f"{orphans[0][1]}.metadata.annotations",
+             f"Pod of PodGroup {namespace}/{group}, which is not in the manifest.")
+    parsed.queues = _parents_first(parsed.queues)
+    return parsed
 
 
-def _job_common(meta: dict, path: str) -> dict:
-    annotations = meta.get("annotations") or {}
-    data: dict[str, Any] = {"namespace": meta.get("namespace") or "default", "name": meta["name"]}
-    preemptable = _bool_annotation(annotations, PREEMPTABLE_ANNOTATION, f"{path}.metadata")
-    if preemptable is not None:
-        data["preemptable"] = preemptable
-    if SLA_ANNOTATION in annotations:
-        data["sla_waiting_time"] = parse_duration(annotations[SLA_ANNOTATION],
-                                                  f"{path}.metadata.annotations.{SLA_ANNOTATION}")
-    return data
-
-
-def job_from_podgroup(doc: dict, pods: list[tuple[dict, str]], path: str,
-                      priority_classes: dict[str, int]) -> dict:
-    """A PodGroup and its Pods (annotated with the group name) as job submit data."""
-    meta = _metadata(doc, path)
-    spec = _obj(doc.get("spec"), f"{path}.spec")
-    _check_keys(spec, _PODGROUP_SPEC, f"{path}.spec")
-    data = _job_common(meta, path)
-    data.update({
-        "queue": spec.get("queue") or "default",
-        "min_member": spec.get("minMember", 1),
-        "min_task_member": spec.get("minTaskMember") or {},
-        "min_resources": spec.get("minResources"),
-        "priority_class": spec.get("priorityClassName") or None,
-    })
-    tasks = []
-    for pod, pod_path in pods:
-        pmeta = _metadata(pod, pod_path)
-        role = str((pmeta.get("annotations") or {}).get(TASK_SPEC_ANNOTATION, ""))
-        pod_spec = _obj(pod.get("spec"), f"{pod_path}.spec")
-        tasks.append(_task_from_pod_spec(pmeta["name"], role, pmeta, pod_spec, pod_path, priority_classes,
-                                         data["priority_class"]))
-    data["tasks"] = tasks
-    return data
-
-
-def job_from_vcjob(doc: dict, path: str, priority_classes: dict[str, int]) -> dict:
-    """A Volcano batch Job as job submit data: pods `<job>-<task>-<i>`, role = task name."""
-    meta = _metadata(doc, path)
-    spec = _obj(doc.get("spec"), f"{path}.spec")
-    _check_keys(spec, _JOB_SPEC, f"{path}.spec")
-    data = _job_common(meta, path)
-    tasks: list[dict] = []
-    min_task_member: dict[str, int] = {}
-    specs = spec.get("tasks") or []
-    if not isinstance(specs, list) or not specs:
-        _fail(f"{path}.spec.tasks", "A batch Job needs at least one task.")
-    total = 0
-    priority_class = _name(spec.get("priorityClassName"), f"{path}.spec.priorityClassName") or None
-    for i, t in enumerate(specs):
-        tpath = f"{path}.spec.tasks[{i}]"
-        t = _obj(t, tpath)
-        _check_keys(t, _JOB_TASK, tpath)
-        role = _name(t.get("name"), f"{tpath}.name")
-        if not role:
-            _fail(f"{tpath}.name", "This field is required.")
-        replicas = t.get("replicas", 1)
-        if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
-            _fail(f"{tpath}.replicas", "Must be a non-negative integer.")
-        total += replicas
-        if t.get("minAvailable") is not None:
-            min_task_member[role] = t["minAvailable"]
-        template = _obj(t.get("template"), f"{tpath}.template")
-        tmeta = _obj(template.get("metadata"), f"{tpath}.template.metadata")
-        tspec = _obj(template.get("spec"), f"{tpath}.template.spec")
-        for r in range(replicas):
-            tasks.append(_task_from_pod_spec(f"{meta['name']}-{role}-{r}", role, tmeta, tspec,
-                                             f"{tpath}.template", priority_classes, priority_class))
-    min_member = spec.get("minAvailable", total)
-    data.update({
-        "queue": spec.get("queue") or "default",
-        "min_member": min_member,
-        "min_task_member": min_task_member,
-        "min_resources": _vcjob_min_resources(tasks, min_member,
-                                              priority_classes.get(priority_class or "", 0)),
-        "priority_class": priority_class,
-        "tasks": tasks,
-    })
-    return data
-
-
-def _vcjob_min_resources(tasks: list[dict], min_member: Any, default_priority: int) -> dict | None:
-    """What Volcano's job controller puts in the PodGroup's minResources: the requests of the
-    first `minAvailable` pods, higher-priority task templates first (declared order on ties)."""
-    from scheduler_core.resources import QuantityError, Resource
-
-    if not isinstance(min_member, int) or isinstance(min_member, bool) or min_member <= 0:
-        return None
-    ordered = sorted(tasks, key=lambda t: -t.get("priority", default_priority))
-    total = Resource.empty()
-    try:
-        for task in ordered[:min_member]:
-            total.add(Resource.from_quantities(task["request"]))
-    except (QuantityError, ValueError):
-        return None  # the bad quantity is reported with its task path by the job validation
-    return total.to_quantities()
+def _refuse_duplicates(parsed: Parsed) -> None:
+    """Each object once per manifest (a second document of the same name would silently win)."""
+    for kind, items in (("PriorityClass", [(d["name"], p) for d, p in parsed.priority_classes]),
+                        ("Queue", [(d["name"], p) for d, p in parsed.queues]),
+                        ("job", [(j.uid, j.path) for j in parsed.jobs])):
+        first: dict[str, str] = {}
+        for name, path in items:
+            if name in first:
+                fail(f"{path}.metadata.name", f"{kind} {name} is also {first[name]}; each object once "
+                                              "per manifest.")
+            first[name] = path
 
 
 def split_documents(docs: list[dict], priority_classes: dict[str, int]
                     ) -> tuple[list[tuple[dict, str]], list[tuple[dict, str]]]:
-    """(queue data, path) with parents first, and (job submit data, path) of PodGroups and Jobs."""
-    queues: list[tuple[dict, str]] = []
-    groups: list[tuple[dict, str]] = []
-    vcjobs: list[tuple[dict, str]] = []
-    pods: dict[tuple[str, str], list[tuple[dict, str]]] = {}
-    for i, doc in enumerate(docs):
-        path, kind, api = f"documents[{i}]", doc["kind"], doc["apiVersion"]
-        if (kind, api) == ("Queue", QUEUE_API):
-            queues.append((queue_from_manifest(doc, path), path))
-        elif (kind, api) == ("PodGroup", PODGROUP_API):
-            groups.append((doc, path))
-        elif (kind, api) == ("Job", JOB_API):
-            vcjobs.append((doc, path))
-        elif (kind, api) == ("Pod", "v1"):
-            meta = _metadata(doc, path)
-            group = (meta.get("annotations") or {}).get(GROUP_NAME_ANNOTATION)
-            if not group or not isinstance(group, str):
-                _fail(f"{path}.metadata.annotations", f"A Pod needs the {GROUP_NAME_ANNOTATION} annotation.")
-            pods.setdefault((meta.get("namespace") or "default", group), []).append((doc, path))
-        else:
-            _fail(f"{path}.kind", f"Unsupported kind {kind!r} of {api!r}: expected Queue or PodGroup "
-                                  f"({QUEUE_API}), Job ({JOB_API}) or Pod (v1).")
-    jobs: list[tuple[dict, str]] = []
-    for doc, path in groups:
-        meta = _metadata(doc, path)
-        key = (meta.get("namespace") or "default", meta["name"])
-        jobs.append((job_from_podgroup(doc, pods.pop(key, []), path, priority_classes), path))
-    for doc, path in vcjobs:
-        jobs.append((job_from_vcjob(doc, path, priority_classes), path))
-    for (namespace, group), orphans in pods.items():
-        _fail(f"{orphans[0][1]}.metadata.annotations",
-              f"Pod of PodGroup {namespace}/{group}, which is not in the manifest.")
-    return _parents_first(queues), jobs
+    """(queue data, path) with parents first, and (job submit data, path) of PodGroups and Jobs
+    (the earlier interface of parse_manifest, which also gives priority classes and paths)."""
+    parsed = parse_manifest(docs, priority_classes)
+    return parsed.queues, [(job.data, job.path) for job in parsed.jobs]
 
 
 def _parents_first(queues: list[tuple[dict, str]]) -> list[tuple[dict, str]]:

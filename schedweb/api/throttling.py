@@ -7,7 +7,12 @@ counter per (client, window), counted in one Redis round trip (ResilientRedisCac
 Django's add + incr elsewhere). The price is the usual fixed-window one:
 a client may send up to twice the rate across a window boundary. Rates, scopes and cache keys
 are DRF's (settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]); a refusal is a 429 with
-Retry-After = the seconds left in the window.
+Retry-After = the seconds left in the window. While Redis is down each web process counts for
+itself, against its share of the rate (cache_backend.per_process_limit).
+
+BadTokenThrottle counts, per client address, the requests whose token failed authentication
+(schedweb.api.authentication): DRF's own throttles run only after authentication succeeded, so
+without it a wrong key could be tried at any speed.
 """
 
 from __future__ import annotations
@@ -16,7 +21,9 @@ from typing import Any
 
 from rest_framework import throttling
 
-from schedweb.core.cache_backend import local_count
+from schedweb.core.cache_backend import per_process_limit, shared_count
+
+BAD_TOKEN_RATE = "30/minute"  # when settings name no "bad_token" rate
 
 
 class FixedWindowMixin:
@@ -37,9 +44,8 @@ class FixedWindowMixin:
         self.window_end = (window + 1) * self.duration
         counter = f"{key}:w{window}"
         timeout = self.duration + 1  # outlives its window, then expires
-        counted = getattr(self.cache, "count", None)  # the deployment's ResilientRedisCache
-        count = counted(counter, timeout) if counted else local_count(self.cache, counter, timeout)
-        return count <= self.num_requests
+        count, local = shared_count(self.cache, counter, timeout)
+        return count <= per_process_limit(self.num_requests, local)
 
     def wait(self) -> float:
         """Seconds until the window ends (DRF rounds it up for Retry-After)."""
@@ -52,3 +58,33 @@ class AnonRateThrottle(FixedWindowMixin, throttling.AnonRateThrottle):
 
 class UserRateThrottle(FixedWindowMixin, throttling.UserRateThrottle):
     """DRF's UserRateThrottle (scope "user", per user id), counted per fixed window."""
+
+
+class BadTokenThrottle(FixedWindowMixin, throttling.SimpleRateThrottle):
+    """Failed token authentications per client address (scope "bad_token"); counted only when a
+    token fails, so a valid token, from any address, is never refused by it."""
+
+    scope = "bad_token"
+
+    def get_rate(self) -> str:
+        """settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]["bad_token"], else BAD_TOKEN_RATE."""
+        return self.THROTTLE_RATES.get(self.scope) or BAD_TOKEN_RATE
+
+    def get_cache_key(self, request: Any, view: Any) -> str:
+        """One counter per client address (DRF's get_ident: REMOTE_ADDR, or X-Forwarded-For
+        behind NUM_PROXIES proxies)."""
+        return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}
+
+
+def bad_token_wait(request: Any) -> float | None:
+    """Count one failed token authentication from the request's address: None while under the
+    rate, else the seconds until its window ends (the 429's Retry-After)."""
+    throttle = BadTokenThrottle()
+    return None if throttle.allow_request(request, None) else throttle.wait()
+
+
+def reset_bad_tokens(ip: str) -> None:
+    """Forget the failed token authentications counted for `ip` in the current window."""
+    throttle = BadTokenThrottle()
+    key = throttle.cache_format % {"scope": throttle.scope, "ident": ip}
+    throttle.cache.delete(f"{key}:w{int(throttle.timer() // throttle.duration)}")

@@ -1,13 +1,16 @@
 """Full scheduling cycle on PostgreSQL, split load / schedule / write, against this machine's floor.
 
-    python -m schedweb.bench.db_bench [--sizes S,M] [--scenarios fill,steady] [--extra L:fill]
+    python -m schedweb.bench.db_bench [--sizes S,M] [--scenarios fill,steady] [--extra L:fill,L:steady]
     python -m schedweb.bench.db_bench --profile M:steady     # pyinstrument call tree of one cycle
 
 Uses its own database (BENCH_DATABASE_URL, default schedweb_bench; created and migrated).
 Each case runs in a subprocess (own peak RSS): the generated cluster is COPY'd in, then
 `schedweb.scheduling.cycle.cycle_run()` runs as in production; its CycleRun row gives the
 load / schedule / write seconds, and the wall clock around the call the cycle's own (commit and
-dropping the snapshot included, which the row, written inside the transaction, cannot).
+dropping the snapshot included, which the row, written inside the transaction, cannot). Cycle
+p99 is also given as a fraction of the period (SCHEDULE_PERIOD). Steady cycles after the first
+apply only the changed rows to the kept snapshot (schedweb.scheduling.incremental): the table
+says how many cycles needed a full load and how many task rows a cycle re-read.
 Between steady cycles the node agent's work (Binding -> Running) and 1% churn happen in plain
 SQL, outside the timings. The floor, same run, same data:
 the load's own SQL statements re-run through raw psycopg (fetchall), and a raw COPY of as many
@@ -166,7 +169,12 @@ def run_case(size: str, scenario: str, seed: int = 1, cycles: int | None = None)
     cycles = cycles or DEFAULT_CYCLES[scenario]
     world = build_world(size, scenario, seed)
     fresh = scenario in ("fill", "contention")
-    runs, written, walls = [], [], []
+    from django.conf import settings
+
+    from schedweb.scheduling import incremental
+
+    runs, written, walls, applied = [], [], [], []
+    full_before = 0
     with psycopg.connect(bench_url()) as conn, WriteCounter() as counter:
         reset(conn, world.spec)
         for cycle in range(cycles + (0 if fresh else 1)):
@@ -177,6 +185,8 @@ def run_case(size: str, scenario: str, seed: int = 1, cycles: int | None = None)
                 if scenario == "steady":
                     churn(conn, world)
             counter.rows = 0
+            if cycle == (0 if fresh else 1):
+                full_before = incremental.full_loads
             t = time.perf_counter()
             run = cycle_run()
             wall = time.perf_counter() - t
@@ -186,6 +196,8 @@ def run_case(size: str, scenario: str, seed: int = 1, cycles: int | None = None)
                 runs.append(run)
                 written.append(counter.rows)
                 walls.append(wall)
+                applied.append(incremental.stats().get("tasks", 0))
+        incremental.forget()  # the floors' full load must not sit beside the kept snapshot (peak RSS)
         read_s, read_rows = raw_read_floor(conn)
         copy_rows = int(pct(written, 50))
         copy_s = raw_copy_floor(conn, max(copy_rows, 1))
@@ -200,6 +212,7 @@ def run_case(size: str, scenario: str, seed: int = 1, cycles: int | None = None)
     # transaction, so it leaves out the commit and dropping the snapshot.
     total_s = sum(walls)
     load, write = pct([r.load_seconds for r in runs], 50), pct([r.write_seconds for r in runs], 50)
+    period = float(settings.SCHEDULE_PERIOD)
     return {
         "size": size, "scenario": scenario, "cycles": len(runs), "tasks": tasks,
         "load_ms_p50": ms("load_seconds", 50), "load_ms_p99": ms("load_seconds", 99),
@@ -207,6 +220,9 @@ def run_case(size: str, scenario: str, seed: int = 1, cycles: int | None = None)
         "write_ms_p50": ms("write_seconds", 50), "write_ms_p99": ms("write_seconds", 99),
         "cycle_ms_p50": round(pct(walls, 50) * 1e3, 1), "cycle_ms_p99": round(pct(walls, 99) * 1e3, 1),
         "recorded_ms_p50": ms("duration_seconds", 50),
+        "p99_per_period": round(pct(walls, 99) / period, 3),
+        "full_loads": incremental.full_loads - full_before,
+        "task_rows_applied": round(sum(applied) / len(applied), 1),
         "placed_per_cycle": round(sum(placed) / len(placed), 1),
         "evicted_per_cycle": round(sum(r.evictions for r in runs) / len(runs), 1),
         "placements_per_s": round(sum(placed) / total_s) if total_s else 0,
@@ -242,7 +258,8 @@ def profile_case(size: str, scenario: str, seed: int = 1, conn: Any = None) -> s
 COLUMNS = [("size", "size"), ("scenario", "scenario"), ("tasks", "tasks"), ("cycles", "cycles"),
            ("placed/cycle", "placed_per_cycle"), ("load p50", "load_ms_p50"),
            ("schedule p50", "schedule_ms_p50"), ("write p50", "write_ms_p50"),
-           ("cycle p50", "cycle_ms_p50"), ("cycle p99", "cycle_ms_p99"),
+           ("cycle p50", "cycle_ms_p50"), ("cycle p99", "cycle_ms_p99"), ("p99/period", "p99_per_period"),
+           ("full loads", "full_loads"), ("task rows read", "task_rows_applied"),
            ("placements/s", "placements_per_s"), ("raw SELECT", "raw_select_ms"),
            ("raw COPY", "raw_copy_ms"), ("raw UPDATE", "raw_update_ms"),
            ("load/SELECT", "load_vs_select"), ("write/COPY", "write_vs_copy"),
@@ -254,7 +271,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--sizes", default="S,M")
     p.add_argument("--scenarios", default=",".join(SCENARIOS))
-    p.add_argument("--extra", default="L:fill")
+    p.add_argument("--extra", default="L:fill,L:steady")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--cycles", type=int, default=0, help="override the cycles per case (0 = defaults)")
     p.add_argument("--json", default="var/bench")

@@ -63,10 +63,10 @@ def load_spec(conn: psycopg.Connection, spec: dict[str, Any]) -> dict[str, int]:
     with conn.cursor() as cur:
         cur.execute("TRUNCATE " + ", ".join(CORE_TABLES) + " RESTART IDENTITY CASCADE")
         pcs = {name: i + 1 for i, name in enumerate(spec.get("priority_classes", {}))}
-        with cur.copy("COPY core_priorityclass (id, name, value, preemption_policy, description) "
-                      "FROM STDIN") as cp:
+        with cur.copy("COPY core_priorityclass (id, name, value, preemption_policy, description, "
+                      "global_default) FROM STDIN") as cp:
             for name, value in spec.get("priority_classes", {}).items():
-                cp.write_row((pcs[name], name, value, "PreemptLowerPriority", ""))
+                cp.write_row((pcs[name], name, value, "PreemptLowerPriority", "", False))
         nodes = {n["name"]: i + 1 for i, n in enumerate(spec["nodes"])}
         with cur.copy("COPY core_node (id, name, allocatable, labels, taints, unschedulable, created, "
                       "updated) FROM STDIN") as cp:
@@ -100,16 +100,17 @@ def copy_jobs(cur: psycopg.Cursor, jobs: list[dict[str, Any]], queues: dict[str,
     job_id, task_id = first_job, first_task
     with cur.copy("COPY core_job (id, namespace, name, queue_id, min_member, min_task_member, "
                   "min_resources, priority_class_id, phase, preemptable, created, updated, reason_code, "
-                  "reason_message, reason_details) FROM STDIN") as cp:
+                  "reason_message, reason_details, idempotency_hash, passthrough) FROM STDIN") as cp:
         for j in jobs:
             t = _ts(j["created"])
             cp.write_row((job_id, j["namespace"], j["name"], queues[j["queue"]], j["min_member"], "{}",
                           _j(stored(j["min_resources"])), pcs[j["priority_class"]],
-                          j.get("phase", "Pending"), True, t, t, "", "", "{}"))
+                          j.get("phase", "Pending"), True, t, t, "", "", "{}", "", "{}"))
             job_id += 1
     job_id = first_job
     with cur.copy("COPY core_task (id, job_id, name, role, request, status, node_id, node_selector, "
-                  "tolerations, preemption_policy, preemptable, labels, created, updated) FROM STDIN") as cp:
+                  "tolerations, preemption_policy, preemptable, labels, topology_spread_constraints, "
+                  "created, updated) FROM STDIN") as cp:
         for j in jobs:
             t = _ts(j["created"])
             req = _j(stored(j["tasks"][0]["request"])) if j["tasks"] else "{}"
@@ -118,7 +119,8 @@ def copy_jobs(cur: psycopg.Cursor, jobs: list[dict[str, Any]], queues: dict[str,
                 cp.write_row((task_id, job_id, task["name"], task.get("role", ""), req,
                               task.get("status", "Pending"), nodes[node] if node else None,
                               _j(task.get("node_selector", {})), _j(task.get("tolerations", [])),
-                              "PreemptLowerPriority", True, _j(task.get("labels", {})), t, t))
+                              "PreemptLowerPriority", True, _j(task.get("labels", {})),
+                              _j(task.get("topology_spread_constraints", [])), t, t))
                 task_id += 1
             job_id += 1
     return {"core_job": job_id - first_job, "core_task": task_id - first_task}

@@ -5,14 +5,21 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
 from schedweb.audit import snapshots
 from schedweb.audit.models import AuditAction, AuditObjectType
 from schedweb.audit.services import record as audit_record
+from schedweb.core.default_queue import (
+    default_queue_name,
+    ensure_default_queue,
+    global_default_priority_class,
+)
 from schedweb.core.models import (
     NODE_BOUND_TASK_STATUSES,
+    ROOT_QUEUE_NAME,
     TERMINAL_JOB_PHASES,
     TERMINAL_TASK_STATUSES,
     Job,
@@ -26,22 +33,25 @@ from schedweb.core.models import (
     TaskStatus,
 )
 from schedweb.core.validation import (
+    check_affinity,
     check_choice,
     check_int,
     check_name,
     check_namespace,
-    check_object,
     check_seconds,
     check_storable,
     check_string_map,
+    check_text,
     check_tolerations,
+    check_topology_spread_constraints,
     fail,
     parse_resources,
 )
 
 DEFAULT_POLICY = PreemptionPolicy.PREEMPT_LOWER_PRIORITY
 TASK_KEYS = frozenset({"name", "role", "request", "priority", "preemption_policy", "preemptable",
-                       "labels", "node_selector", "tolerations", "affinity", "duration", "status", "node"})
+                       "labels", "node_selector", "tolerations", "affinity", "topology_spread_constraints",
+                       "duration", "status", "node"})
 
 # Legal task status changes (node agents, the scheduler, cancellation). Terminal is final.
 TASK_TRANSITIONS: dict[str, frozenset[str]] = {
@@ -62,6 +72,8 @@ def _resolve(model: type, value: Any, field: str, label: str) -> Any:
         return None
     if isinstance(value, model):
         return value
+    if isinstance(value, str):
+        check_text(value, field, max_length=253)  # before the lookup: PostgreSQL refuses NUL
     found = model.objects.filter(name=value).first() if isinstance(value, str) else None
     if found is None:
         raise fail(field, f"Unknown {label} {value!r}.")
@@ -73,10 +85,11 @@ def _check_task(raw: Any, i: int, nodes: dict[str, Node]) -> dict[str, Any]:
     where = f"tasks[{i}]"
     if not isinstance(raw, dict):
         raise fail(where, "Expected a task object.")
-    check_storable(raw, where)
-    unknown = sorted(set(raw) - TASK_KEYS)
+    unknown = sorted(set(raw) - TASK_KEYS, key=str)
     if unknown:
+        check_text(str(unknown[0]), where, max_length=253)
         raise fail(f"{where}.{unknown[0]}", "Unknown field.")
+    check_storable(raw, where)
     status = check_choice(raw.get("status", TaskStatus.PENDING), f"{where}.status", TaskStatus.values)
     node = raw.get("node")
     if isinstance(node, Node):
@@ -94,7 +107,7 @@ def _check_task(raw: Any, i: int, nodes: dict[str, Node]) -> dict[str, Any]:
     now = timezone.now()
     return {
         "name": check_name(raw.get("name"), f"{where}.name"),
-        "role": raw.get("role") or "",
+        "role": check_text(raw.get("role"), f"{where}.role", max_length=63),
         "request": parse_resources(raw.get("request") or {}, f"{where}.request"),
         "priority": check_int(raw.get("priority"), f"{where}.priority", nullable=True),
         "preemption_policy": check_choice(raw.get("preemption_policy", DEFAULT_POLICY),
@@ -103,7 +116,9 @@ def _check_task(raw: Any, i: int, nodes: dict[str, Node]) -> dict[str, Any]:
         "labels": check_string_map(raw.get("labels"), f"{where}.labels"),
         "node_selector": check_string_map(raw.get("node_selector"), f"{where}.node_selector"),
         "tolerations": check_tolerations(raw.get("tolerations"), f"{where}.tolerations"),
-        "affinity": check_object(raw.get("affinity"), f"{where}.affinity", nullable=True),
+        "affinity": check_affinity(raw.get("affinity"), f"{where}.affinity"),
+        "topology_spread_constraints": check_topology_spread_constraints(
+            raw.get("topology_spread_constraints"), f"{where}.topology_spread_constraints"),
         "duration": check_seconds(raw.get("duration"), f"{where}.duration"),
         "status": status,
         "node": nodes[node] if node is not None else None,
@@ -132,33 +147,51 @@ def _check_job_shape(tasks: list[dict[str, Any]], min_member: Any, min_task_memb
     return dict(min_task_member)
 
 
+def max_tasks_per_job() -> int:
+    """settings.MAX_TASKS_PER_JOB (env, default 10,000): bounded work per submission."""
+    return int(getattr(settings, "MAX_TASKS_PER_JOB", 10_000))
+
+
 @transaction.atomic
-def job_submit(*, namespace: str, name: str, queue: Queue | str, tasks: list[dict[str, Any]],
+def job_submit(*, namespace: str, name: str, queue: Queue | str | None = None, tasks: list[dict[str, Any]],
                min_member: int = 1, min_task_member: dict[str, int] | None = None,
                min_resources: Any = None, priority_class: PriorityClass | str | None = None,
                preemptable: bool = True, sla_waiting_time: float | None = None, submitted_by=None,
-               idempotency_key: str | None = None, phase: str = JobPhase.PENDING) -> Job:
-    """Submit a job with its tasks into an open leaf queue.
+               idempotency_key: str | None = None, idempotency_hash: str = "",
+               phase: str = JobPhase.PENDING) -> Job:
+    """Submit a job with its tasks into an open leaf queue (None: the default queue).
 
     Tasks are dicts (name, role, request quantities, priority, preemption_policy, preemptable,
-    labels, node_selector, tolerations, affinity, duration; imports and the demo may also give
-    status and node). `phase` is for imports and the demo; new jobs are Pending.
+    labels, node_selector, tolerations, affinity, topology_spread_constraints, duration; imports
+    and the demo may also give status and node); at most settings.MAX_TASKS_PER_JOB of them.
+    `phase` is for imports and the demo; new jobs are Pending. `idempotency_hash` is the hash of
+    the request body the `idempotency_key` came with (schedweb.api.commands compares it).
+    A job without a priority class gets the globalDefault class, if any (Kubernetes' admission).
     """
     check_namespace(namespace)
     check_name(name)
+    if isinstance(queue, str) and queue == ROOT_QUEUE_NAME:
+        raise fail("queue", f'"{ROOT_QUEUE_NAME}" is the implicit root queue; jobs go into leaf queues only.')
+    if idempotency_key is not None:
+        check_text(idempotency_key, "Idempotency-Key", max_length=255)
+    if not isinstance(tasks, list) or not tasks:
+        raise fail("tasks", "A job needs at least one task.")
+    limit = max_tasks_per_job()
+    if len(tasks) > limit:
+        raise fail("tasks", f"A job may have at most {limit} tasks (MAX_TASKS_PER_JOB), got {len(tasks)}.")
     if Job.objects.filter(namespace=namespace, name=name).exists():
         raise fail("name", f"Job {namespace}/{name} already exists.")
+    if queue is None or queue == "" or queue == default_queue_name():
+        queue = ensure_default_queue()  # Volcano: jobs naming no queue go to "default"
     queue_obj = _resolve(Queue, queue, "queue", "queue")
-    if queue_obj is None:
-        raise fail("queue", "This field is required.")
     if queue_obj.children.exists():
         raise fail("queue", f"Queue {queue_obj.name!r} has child queues; jobs go into leaf queues only.")
     if queue_obj.state != QueueState.OPEN:
         raise fail("queue", f"Queue {queue_obj.name!r} is {queue_obj.state}; it accepts no new jobs.")
     pc = _resolve(PriorityClass, priority_class, "priority_class", "priority class")
+    if pc is None:
+        pc = global_default_priority_class()
     check_choice(phase, "phase", JobPhase.values)
-    if not isinstance(tasks, list) or not tasks:
-        raise fail("tasks", "A job needs at least one task.")
     nodes: dict[str, Node] = {}
     checked = [_check_task(raw, i, nodes) for i, raw in enumerate(tasks)]
     names = [t["name"] for t in checked]
@@ -176,6 +209,7 @@ def job_submit(*, namespace: str, name: str, queue: Queue | str, tasks: list[dic
         phase=phase, preemptable=bool(preemptable),
         sla_waiting_time=check_seconds(sla_waiting_time, "sla_waiting_time"),
         submitted_by=submitted_by, idempotency_key=idempotency_key or None,
+        idempotency_hash=(idempotency_hash or "") if idempotency_key else "",
         finished=timezone.now() if phase in TERMINAL_JOB_PHASES else None,
     )
     Task.objects.bulk_create(Task(job=job, **fields) for fields in checked)

@@ -112,10 +112,15 @@ class PriorityClass(models.Model):
     preemption_policy = models.CharField(max_length=24, choices=PreemptionPolicy.choices,
                                          default=PreemptionPolicy.PREEMPT_LOWER_PRIORITY)
     description = models.TextField(blank=True, default="")
+    # Kubernetes' globalDefault: jobs submitted without a class get this one (at most one class).
+    global_default = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["name"]
         verbose_name_plural = "priority classes"
+        constraints = [models.UniqueConstraint(fields=["global_default"],
+                                               condition=models.Q(global_default=True),
+                                               name="priority_class_one_global_default")]
 
     def __str__(self) -> str:
         return f"{self.name} ({self.value})"
@@ -138,6 +143,8 @@ class Job(models.Model):
     submitted_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
                                      on_delete=models.SET_NULL, related_name="submitted_jobs")
     idempotency_key = models.CharField(max_length=255, null=True, blank=True)
+    # sha256 of the canonical body the key came with: the same key with another body is a 409.
+    idempotency_hash = models.CharField(max_length=64, blank=True, default="")
     created = models.DateTimeField(auto_now_add=True)
     updated = models.DateTimeField(auto_now=True)
     finished = models.DateTimeField(null=True, blank=True)
@@ -145,6 +152,9 @@ class Job(models.Model):
     reason_message = models.TextField(blank=True, default="")
     reason_details = models.JSONField(default=dict, blank=True)
     reason_since = models.DateTimeField(null=True, blank=True)
+    # Manifest fields schedweb stores but does not act on (a vcjob's policies, plugins, volumes,
+    # pod templates, ...), exported back unchanged: schedweb.api.manifests_vcjob.
+    passthrough = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["created", "id"]
@@ -154,9 +164,9 @@ class Job(models.Model):
                                     condition=models.Q(idempotency_key__isnull=False),
                                     name="job_idempotency_key_unique"),
         ]
-        # job_updated_idx: the API's cache validity check reads max(updated) (schedweb.api.cache).
-        indexes = [models.Index(fields=["phase"], name="job_phase_idx"),
-                   models.Index(fields=["updated"], name="job_updated_idx")]
+        # No `updated` index: the API's data version comes from the scheduler's change log
+        # (migration 0005), and every index is one more entry per row a writer changes.
+        indexes = [models.Index(fields=["phase"], name="job_phase_idx")]
 
     def __str__(self) -> str:
         return f"{self.namespace}/{self.name}"
@@ -183,6 +193,7 @@ class Task(models.Model):
     node_selector = models.JSONField(default=dict, blank=True)
     tolerations = models.JSONField(default=list, blank=True)
     affinity = models.JSONField(null=True, blank=True)
+    topology_spread_constraints = models.JSONField(default=list, blank=True)
     preemption_policy = models.CharField(max_length=24, choices=PreemptionPolicy.choices,
                                          default=PreemptionPolicy.PREEMPT_LOWER_PRIORITY)
     preemptable = models.BooleanField(default=True)
@@ -196,9 +207,7 @@ class Task(models.Model):
     class Meta:
         ordering = ["job_id", "name"]
         constraints = [models.UniqueConstraint(fields=["job", "name"], name="task_job_name_unique")]
-        # task_updated_idx: the API's cache validity check reads max(updated) (schedweb.api.cache).
-        indexes = [models.Index(fields=["status"], name="task_status_idx"),
-                   models.Index(fields=["updated"], name="task_updated_idx")]
+        indexes = [models.Index(fields=["status"], name="task_status_idx")]
 
     def __str__(self) -> str:
         return self.name

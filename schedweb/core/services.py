@@ -17,6 +17,8 @@ from django.utils import timezone
 from schedweb.audit import snapshots
 from schedweb.audit.models import AuditAction, AuditObjectType
 from schedweb.audit.services import record as audit_record
+from schedweb.core.default_queue import default_queue_name
+from schedweb.core.job_apply import job_set_passthrough, job_update
 from schedweb.core.job_services import job_cancel, job_submit, task_set_status
 from schedweb.core.models import (
     NODE_BOUND_TASK_STATUSES,
@@ -30,6 +32,7 @@ from schedweb.core.models import (
     QueueState,
     SchedulerConfig,
 )
+from schedweb.core.queue_limits import check_queue_limits
 from schedweb.core.validation import (
     check_choice,
     check_int,
@@ -38,12 +41,15 @@ from schedweb.core.validation import (
     check_object,
     check_string_map,
     check_taints,
+    check_text,
     fail,
     parse_resources,
 )
+from schedweb.core.yaml_budget import check_yaml_budget
 
 __all__ = [
-    "UNSET", "job_cancel", "job_submit", "namespace_quota_set", "node_create", "node_delete",
+    "UNSET", "job_cancel", "job_set_passthrough", "job_submit", "job_update", "namespace_quota_set",
+    "node_create", "node_delete",
     "node_heartbeat", "node_update", "priority_class_create", "priority_class_delete",
     "priority_class_update", "queue_create", "queue_delete", "queue_set_state", "queue_update",
     "scheduler_config_activate", "task_set_status",
@@ -95,6 +101,7 @@ def _resolve_queue(parent: Queue | str | None, field: str) -> Queue | None:
         return parent
     if parent == ROOT_QUEUE_NAME:
         return None  # the implicit root: top level
+    check_text(parent, field, max_length=253)  # before the lookup: PostgreSQL refuses NUL
     found = Queue.objects.filter(name=parent).first()
     if found is None:
         raise fail(field, f"Unknown queue {parent!r}.")
@@ -139,12 +146,13 @@ def queue_create(*, name: str, parent: Queue | str | None = None, weight: int = 
     _check_queue_name(name)
     parent_queue = _resolve_queue(parent, "parent")
     _check_parent(None, parent_queue)
+    limits = {field: parse_resources(value, field) for field, value in
+              (("capability", capability), ("deserved", deserved), ("guarantee", guarantee))}
+    check_queue_limits(queue=None, name=name, parent=parent_queue, **limits)
     queue = Queue.objects.create(
         name=name, parent=parent_queue, weight=check_int(weight, "weight", minimum=1),
         priority=check_int(priority, "priority"), state=check_choice(state, "state", QueueState.values),
-        reclaimable=bool(reclaimable), capability=parse_resources(capability, "capability"),
-        deserved=parse_resources(deserved, "deserved"), guarantee=parse_resources(guarantee, "guarantee"),
-        annotations=check_object(annotations, "annotations"),
+        reclaimable=bool(reclaimable), annotations=check_object(annotations, "annotations"), **limits,
     )
     _set_acl(queue, admin_users=admin_users, admin_groups=admin_groups,
              submitter_users=submitter_users, submitter_groups=submitter_groups)
@@ -161,7 +169,11 @@ def queue_update(*, queue: Queue, name: Any = UNSET, parent: Any = UNSET, weight
     """Change the given fields of a queue (others keep their value)."""
     queue = Queue.objects.select_for_update().get(pk=queue.pk)
     before = snapshots.queue_snapshot(queue)
+    before_parent = queue.parent_id
     if name is not UNSET:
+        if queue.name == default_queue_name() and name != queue.name:
+            raise fail("name", f"Queue {queue.name!r} is the default queue (DEFAULT_QUEUE); it cannot be "
+                               "renamed.")
         queue.name = _check_queue_name(name, queue)
     if parent is not UNSET:
         new_parent = _resolve_queue(parent, "parent")
@@ -180,6 +192,10 @@ def queue_update(*, queue: Queue, name: Any = UNSET, parent: Any = UNSET, weight
             setattr(queue, field, parse_resources(value, field))
     if annotations is not UNSET:
         queue.annotations = check_object(annotations, "annotations")
+    if any(v is not UNSET for v in (capability, deserved, guarantee, parent)):
+        check_queue_limits(queue=queue, name=queue.name, parent=queue.parent, capability=queue.capability,
+                           deserved=queue.deserved, guarantee=queue.guarantee,
+                           parent_changed=parent is not UNSET and queue.parent_id != before_parent)
     queue.save()
     _set_acl(queue, admin_users=admin_users, admin_groups=admin_groups,
              submitter_users=submitter_users, submitter_groups=submitter_groups)
@@ -189,7 +205,11 @@ def queue_update(*, queue: Queue, name: Any = UNSET, parent: Any = UNSET, weight
 
 @transaction.atomic
 def queue_delete(*, queue: Queue, actor: Any = None) -> None:
-    """Delete a queue without child queues and without jobs."""
+    """Delete a queue without child queues and without jobs; never the default queue."""
+    if queue.name == default_queue_name():
+        # Volcano's queue webhook: "`default` queue can not be deleted" (closing it is allowed).
+        raise fail("queue", f"Queue {queue.name!r} is the default queue (DEFAULT_QUEUE): jobs that name no "
+                            "queue go there, so it cannot be deleted; close it instead.")
     if queue.children.exists():
         raise fail("queue", f"Queue {queue.name!r} has child queues; delete or move them first.")
     if queue.jobs.exists():
@@ -302,16 +322,31 @@ def _check_priority_class_name(name: Any, pc: PriorityClass | None = None) -> st
     return name
 
 
+def _check_global_default(value: Any, pc: PriorityClass | None = None) -> bool:
+    """Kubernetes' rule: at most one class is the global default (the constraint backs it up)."""
+    if not isinstance(value, bool):
+        raise fail("global_default", "Expected true or false.")
+    if value:
+        other = PriorityClass.objects.select_for_update().filter(global_default=True)
+        other = other.exclude(pk=pc.pk).first() if pc is not None else other.first()
+        if other is not None:
+            raise fail("global_default", f"PriorityClass {other.name!r} is already marked as default. "
+                                         "Only one default can exist.")
+    return value
+
+
 @transaction.atomic
 def priority_class_create(*, name: str, value: int,
                           preemption_policy: str = PreemptionPolicy.PREEMPT_LOWER_PRIORITY,
-                          description: str = "", actor: Any = None) -> PriorityClass:
-    """Create a priority class."""
+                          description: str = "", global_default: bool = False,
+                          actor: Any = None) -> PriorityClass:
+    """Create a priority class; `global_default` makes it the class of jobs submitted without one."""
     _check_priority_class_name(name)
     pc = PriorityClass.objects.create(
         name=name, value=check_int(value, "value"),
         preemption_policy=check_choice(preemption_policy, "preemption_policy", PreemptionPolicy.values),
-        description=description or "",
+        description=check_text(description, "description", multiline=True),
+        global_default=_check_global_default(global_default),
     )
     _audit(AuditAction.CREATE, AuditObjectType.PRIORITY_CLASS, pc.name, None,
            snapshots.priority_class_snapshot(pc), actor)
@@ -321,7 +356,7 @@ def priority_class_create(*, name: str, value: int,
 @transaction.atomic
 def priority_class_update(*, priority_class: PriorityClass, name: Any = UNSET, value: Any = UNSET,
                           preemption_policy: Any = UNSET, description: Any = UNSET,
-                          actor: Any = None) -> PriorityClass:
+                          global_default: Any = UNSET, actor: Any = None) -> PriorityClass:
     """Change the given fields of a priority class."""
     pc = PriorityClass.objects.select_for_update().get(pk=priority_class.pk)
     before = snapshots.priority_class_snapshot(pc)
@@ -332,7 +367,9 @@ def priority_class_update(*, priority_class: PriorityClass, name: Any = UNSET, v
     if preemption_policy is not UNSET:
         pc.preemption_policy = check_choice(preemption_policy, "preemption_policy", PreemptionPolicy.values)
     if description is not UNSET:
-        pc.description = description or ""
+        pc.description = check_text(description, "description", multiline=True)
+    if global_default is not UNSET:
+        pc.global_default = _check_global_default(global_default, pc)
     pc.save()
     _audit(AuditAction.UPDATE, AuditObjectType.PRIORITY_CLASS, pc.name, before,
            snapshots.priority_class_snapshot(pc), actor)
@@ -382,6 +419,9 @@ def scheduler_config_activate(*, yaml: str, comment: str = "", created_by=None,
 
     if not isinstance(yaml, str) or not yaml.strip():
         raise fail("yaml", "The configuration is empty.")
+    check_text(yaml, "yaml", multiline=True)
+    check_yaml_budget(yaml, "yaml")
+    comment = check_text(comment, "comment", multiline=True)
     try:
         parse_conf(yaml)
     except (ConfError, ValueError) as exc:

@@ -1,16 +1,20 @@
 """Input checks shared by the write services: resource maps, label maps, taints, tolerations.
 
-Every check raises django.core.exceptions.ValidationError({field: [message]}) naming the field.
-Quantities are parsed only by scheduler_core.resources (imported lazily, so this module stays
-importable while that package evolves).
+Every check raises django.core.exceptions.ValidationError({path: [message]}) naming the field or
+the element inside it (`tasks[0].affinity.nodeAffinity`). Kubernetes shapes and text rules come
+from scheduler_core.shapes (the one validator the scenario loader and the scheduler use too);
+quantities are parsed only by scheduler_core.resources.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from django.core.exceptions import ValidationError
+
+from scheduler_core import shapes
 
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 TOLERATION_OPERATORS = ("Equal", "Exists")
@@ -26,25 +30,31 @@ def fail(field: str, message: str) -> ValidationError:
     return ValidationError({field: [message]})
 
 
+def shape(check: Callable[..., Any], value: Any, field: str, **kwargs: Any) -> Any:
+    """Run a scheduler_core.shapes check; its ShapeError becomes a ValidationError on its path."""
+    try:
+        return check(value, field, **kwargs)
+    except shapes.ShapeError as exc:
+        raise fail(exc.path, exc.message) from None
+
+
 def check_storable(value: Any, field: str) -> Any:
-    """Refuse NUL characters and lone surrogates anywhere in a JSON value (keys included):
+    """Refuse NUL and other control characters and lone surrogates anywhere in a JSON value (keys
+    included; newlines and tabs allowed in values), and nesting deeper than shapes.MAX_DEPTH.
     PostgreSQL text/jsonb cannot store NUL and UTF-8 cannot encode a surrogate ("\\ud800" is
     valid JSON), so both would otherwise fail at the database instead of here."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, str):
-            if "\x00" in item:
-                raise fail(field, "Null characters are not allowed.")
-            try:
-                item.encode("utf-8")
-            except UnicodeEncodeError:
-                raise fail(field, "Surrogate characters are not allowed.") from None
-        elif isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, list | tuple):
-            stack.extend(item)
+    return shape(shapes.check_json_text, value, field)
+
+
+def check_text(value: Any, field: str, *, multiline: bool = False, max_length: int = shapes.MAX_TEXT,
+               blank: bool = True) -> str:
+    """A free-text string (descriptions, comments, roles, YAML): no control characters except
+    tab/newline when `multiline`, no lone surrogates; None is ""."""
+    if value is None:
+        value = ""
+    shape(shapes.check_text, value, field, multiline=multiline, max_length=max_length)
+    if not blank and not value:
+        raise fail(field, "This field is required.")
     return value
 
 
@@ -52,6 +62,7 @@ def check_name(value: Any, field: str = "name", *, max_length: int = 253) -> str
     """A non-empty object name of letters, digits, '-', '_' and '.'."""
     if not isinstance(value, str) or not value:
         raise fail(field, "This field is required (a non-empty name).")
+    shape(shapes.check_text, value, field, max_length=max_length)
     if len(value) > max_length:
         raise fail(field, f"Name {value!r} is longer than {max_length} characters.")
     if not NAME.match(value):
@@ -62,57 +73,66 @@ def check_name(value: Any, field: str = "name", *, max_length: int = 253) -> str
 
 def check_namespace(value: Any, field: str = "namespace") -> str:
     """A Kubernetes namespace: a DNS label of at most 63 characters."""
+    if isinstance(value, str):
+        shape(shapes.check_text, value, field, max_length=253)
     if not isinstance(value, str) or not value or len(value) > 63 or not DNS_LABEL.match(value):
         raise fail(field, f"Namespace {value!r} must be a DNS label: lower-case letters, digits and '-'.")
     return value
 
 
-def _quantity_text(key: str, raw: Any, field: str) -> str:
+# A node's pod count is stored as a plain integer (numpy int arrays in the scheduler).
+MAX_PODS = 2**31 - 1
+
+
+def _quantity(key: str, raw: Any, field: str) -> float:
+    """One quantity in stored units: finite, non-negative, at most 2^63-1 stored units."""
+    from scheduler_core.resources import QuantityError, check_stored
+
     if isinstance(raw, bool) or not isinstance(raw, str | int | float):
         raise fail(field, f"{key}: quantity must be a string or a number, not {raw!r}.")
-    if isinstance(raw, float):
-        return str(int(raw)) if raw.is_integer() else format(raw, "f").rstrip("0")
-    return str(raw)
+    if isinstance(raw, str):
+        shape(shapes.check_text, raw, field, max_length=256)
+    try:
+        amount = check_stored(key, raw, allow_negative=True)
+    except QuantityError as exc:
+        raise fail(field, str(exc)) from None
+    if amount < 0:
+        shown = raw if isinstance(raw, str) else str(int(raw)) if float(raw).is_integer() else repr(raw)
+        raise fail(field, f"{key}: quantity must not be negative, got {shown!r}.")
+    return amount
 
 
 def parse_resources(value: Any, field: str, *, node: bool = False) -> dict[str, float] | None:
     """Quantities ({"cpu": "500m", "memory": "1Gi", "nvidia.com/gpu": 1}) to stored units.
 
-    None stays None (unset). Node allocatable (`node=True`) keeps `pods` as a plain count
-    (default 110); elsewhere `pods` is accepted and ignored, like Volcano's queue resources.
+    None stays None (unset). Names are Kubernetes qualified names; every amount is finite and at
+    most 2^63-1 in stored units (milli-cpu, bytes, milli-units: Kubernetes' int64). Node
+    allocatable (`node=True`) keeps `pods` as a whole count (default 110, at most 2^31-1);
+    elsewhere `pods` is accepted and ignored, like Volcano's queue resources.
     """
-    from scheduler_core.resources import QuantityError, Resource, parse_quantity
-
     if value is None:
         return None
     if not isinstance(value, dict):
         raise fail(field, "Expected an object of resource name -> quantity, e.g. {\"cpu\": \"2\"}.")
-    check_storable(list(value), field)
-    quantities: dict[str, str] = {}
+    stored: dict[str, float] = {}
     pods: float | None = None
     for key, raw in value.items():
         if not isinstance(key, str) or not key.strip():
             raise fail(field, f"Resource names must be non-empty strings, not {key!r}.")
-        text = _quantity_text(key, raw, field)
         try:
-            amount = parse_quantity(text, allow_negative=True)
-        except QuantityError as exc:
-            raise fail(field, f"{key}: {exc}") from None
-        if amount < 0:
-            raise fail(field, f"{key}: quantity must not be negative, got {text!r}.")
+            shapes.check_resource_name(key, field)
+        except shapes.ShapeError as exc:
+            raise fail(field, f"Bad resource name: {exc.message}") from None
+        amount = _quantity(key, raw, field)
         if key == "pods":
-            if not float(amount).is_integer():
-                raise fail(field, f"pods: must be a whole number, got {text!r}.")
+            if not float(amount).is_integer() or amount > MAX_PODS:
+                raise fail(field, f"pods: must be a whole number between 0 and {MAX_PODS}, got {raw!r}.")
             pods = amount
             continue
-        quantities[key] = text
-    try:
-        stored = Resource.from_quantities(quantities).to_canonical()
-    except (QuantityError, ValueError) as exc:
-        raise fail(field, str(exc)) from None
-    # Keep only the dimensions the user gave: a capability of {cpu: 20} must not read back
-    # as "memory: 0" in the API and the dashboard (the scheduler treats both as unlimited).
-    stored = {key: amount for key, amount in stored.items() if key in quantities}
+        # Keep only the dimensions the user gave: a capability of {cpu: 20} must not read back
+        # as "memory: 0" in the API and the dashboard (the scheduler treats both as unlimited).
+        stored[key] = amount
+    stored = {key: stored[key] for key in sorted(stored, key=lambda k: (k not in ("cpu", "memory"), k))}
     if node:
         stored["pods"] = int(pods) if pods is not None else DEFAULT_NODE_PODS
     return stored
@@ -133,17 +153,12 @@ def resources_for_input(stored: dict[str, Any] | None) -> dict[str, int | float]
 
 
 def check_string_map(value: Any, field: str) -> dict[str, str]:
-    """A {string: string} map (labels, node selectors); None means empty."""
-    if value is None:
-        return {}
-    if not isinstance(value, dict) or not all(isinstance(k, str) and k and isinstance(v, str)
-                                              for k, v in value.items()):
-        raise fail(field, "Expected an object of non-empty string keys to string values.")
-    return dict(check_storable(value, field))
+    """Labels or a node selector: Kubernetes qualified-name keys to label values; None is {}."""
+    return dict(shape(shapes.check_labels, value, field))
 
 
 def check_object(value: Any, field: str, *, nullable: bool = False) -> dict | None:
-    """A JSON object (annotations, affinity); None is {} unless `nullable`."""
+    """A free-form JSON object (annotations); None is {} unless `nullable`."""
     if value is None:
         return None if nullable else {}
     if not isinstance(value, dict):
@@ -151,42 +166,46 @@ def check_object(value: Any, field: str, *, nullable: bool = False) -> dict | No
     return check_storable(value, field)
 
 
+def check_affinity(value: Any, field: str) -> dict | None:
+    """A pod's Kubernetes Affinity (None or {} = none)."""
+    return shape(shapes.check_affinity, value, field) or None
+
+
+def check_topology_spread_constraints(value: Any, field: str) -> list[dict]:
+    """A pod's topologySpreadConstraints (None is [])."""
+    return list(shape(shapes.check_topology_spread_constraints, value, field))
+
+
 def check_taints(value: Any, field: str = "taints") -> list[dict[str, str]]:
-    """Node taints: a list of {key, value, effect} with a known effect."""
+    """Node taints: a list of {key, value, effect} with a qualified-name key and a known effect."""
     if value is None:
         return []
     if not isinstance(value, list):
         raise fail(field, "Expected a list of {key, value, effect} objects.")
-    check_storable(value, field)
+    if len(value) > shapes.MAX_ITEMS:
+        raise fail(field, f"At most {shapes.MAX_ITEMS} taints.")
     taints = []
     for i, taint in enumerate(value):
+        where = f"{field}[{i}]"
         if not isinstance(taint, dict) or not isinstance(taint.get("key"), str) or not taint["key"]:
             raise fail(field, f"Taint {i}: expected an object with a non-empty key.")
-        unknown = sorted(set(taint) - {"key", "value", "effect"})
+        unknown = sorted(set(taint) - {"key", "value", "effect"}, key=str)
         if unknown:
-            raise fail(field, f"Taint {i}: unknown key(s) {', '.join(unknown)}.")
+            raise fail(field, f"Taint {i}: unknown key(s) {', '.join(map(str, unknown))}.")
+        shape(shapes.check_label_key, taint["key"], f"{where}.key")
         if taint.get("effect") not in TAINT_EFFECTS:
             raise fail(field, f"Taint {i}: effect must be one of {', '.join(TAINT_EFFECTS)}, "
                               f"not {taint.get('effect')!r}.")
         if not isinstance(taint.get("value", ""), str):
             raise fail(field, f"Taint {i}: value must be a string.")
+        shape(shapes.check_label_value, taint.get("value", ""), f"{where}.value")
         taints.append({"key": taint["key"], "value": taint.get("value", ""), "effect": taint["effect"]})
     return taints
 
 
 def check_tolerations(value: Any, field: str) -> list[dict]:
-    """Pod tolerations: a list of objects ({key, operator, value, effect})."""
-    if value is None:
-        return []
-    if not isinstance(value, list) or not all(isinstance(t, dict) for t in value):
-        raise fail(field, "Expected a list of toleration objects.")
-    check_storable(value, field)
-    for i, tol in enumerate(value):
-        if tol.get("operator", "Equal") not in TOLERATION_OPERATORS:
-            raise fail(field, f"Toleration {i}: operator must be Equal or Exists.")
-        if tol.get("effect") not in (None, "", *TAINT_EFFECTS):
-            raise fail(field, f"Toleration {i}: effect must be one of {', '.join(TAINT_EFFECTS)}.")
-    return value
+    """Pod tolerations, as Kubernetes validates them (None is [])."""
+    return list(shape(shapes.check_tolerations, value, field))
 
 
 # Every integer the services store lands in a 32-bit column (PostgreSQL `integer`): a value
@@ -208,16 +227,16 @@ def check_int(value: Any, field: str, *, minimum: int | None = None, nullable: b
 
 
 def check_seconds(value: Any, field: str) -> float | None:
-    """A non-negative number of seconds, or None."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-        raise fail(field, f"Expected a non-negative number of seconds, not {value!r}.")
-    return float(value)
+    """A number of seconds, finite, between 0 and shapes.MAX_DURATION_SECONDS (366 days); None
+    stays None."""
+    return shape(shapes.check_duration, value, field)
 
 
 def check_choice(value: Any, field: str, choices: tuple[str, ...] | list[str]) -> str:
     """One of `choices`."""
-    if value not in choices:
-        raise fail(field, f"{value!r} is not one of {', '.join(choices)}.")
+    if not isinstance(value, str) or value not in choices:
+        shown = value if isinstance(value, str | int | float | None) else type(value).__name__
+        if isinstance(shown, str):
+            shown = shown.encode("utf-8", "replace").decode("utf-8")[:100]
+        raise fail(field, f"{shown!r} is not one of {', '.join(choices)}.")
     return value

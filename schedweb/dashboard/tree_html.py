@@ -14,16 +14,19 @@ from schedweb.dashboard.units import fmt
 
 
 def bar_html(bar: Bar) -> str:
-    """One resource bar (allocated, pending, deserved and guarantee marks), escaped HTML."""
+    """One resource bar (allocated, pending, deserved and guarantee marks), escaped HTML.
+
+    Positions are data attributes (static/dashboard/bars.js makes them CSS variables): the
+    Content-Security-Policy blocks style="..." attributes."""
     marks = ""
     if bar.deserved_pct is not None:
-        marks += f'<i class="mark deserved" style="left:{bar.deserved_pct}%"></i>'
+        marks += f'<i class="mark deserved" data-x="{bar.deserved_pct}"></i>'
     if bar.guarantee_pct is not None:
-        marks += f'<i class="mark guarantee" style="left:{bar.guarantee_pct}%"></i>'
+        marks += f'<i class="mark guarantee" data-x="{bar.guarantee_pct}"></i>'
     css = "bar borrowing" if bar.borrowing else "bar"
     return (f'<div class="{css}" title="{escape(bar.title)}">'
-            f'<span class="alloc" style="width:{bar.allocated_pct}%"></span>'
-            f'<span class="pend" style="width:{bar.pending_pct}%"></span>{marks}</div>')
+            f'<span class="alloc" data-w="{bar.allocated_pct}"></span>'
+            f'<span class="pend" data-w="{bar.pending_pct}"></span>{marks}</div>')
 
 
 def _cell(bar: Bar) -> str:
@@ -41,7 +44,7 @@ def _summary(view: QueueView, url: str) -> str:
     if view.pending_jobs:
         tags += f' <span class="muted small">{view.pending_jobs} pending</span>'
     state = escape(queue.state)
-    return (f'<summary style="--depth: {view.depth}"><span class="qname">'
+    return (f'<summary data-depth="{view.depth}"><span class="qname">'
             f'<a href="{url}">{escape(queue.name)}</a>{tags}</span>'
             f'<span class="qmeta">w {queue.weight} · p {queue.priority} · '
             f'<span class="state {state.lower()}">{state}</span></span>'

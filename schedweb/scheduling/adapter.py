@@ -1,15 +1,17 @@
-"""Database rows -> ClusterSnapshot, in a handful of set-based queries returning plain tuples.
+"""Database rows -> ClusterSnapshot, in a handful of set-based queries returning declared rows.
 
 `load_state(now)` reads priority classes, queues, nodes, namespace quotas, jobs and tasks with
-one raw SELECT each (schedweb.scheduling.snapshot_sql: no ORM, no per-row converters) and
-builds the scheduler_core objects directly. It also keeps what the write phase needs to check
-that a row is still what the snapshot saw (ids, statuses, `updated` stamps, current reasons).
+one raw SELECT each (schedweb.scheduling.snapshot_sql: no ORM, rows typed by one declaration)
+and builds the scheduler_core objects directly. It also keeps what the write phase needs to
+check that a row is still what the snapshot saw (ids, statuses, `updated` stamps, current
+reasons). The row -> object builders (`Decoder`) are shared with the incremental loader
+(schedweb.scheduling.incremental), which applies only the rows that changed.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -31,7 +33,7 @@ from scheduler_core.resources import Resource
 from schedweb.core.models import TERMINAL_JOB_PHASES
 from schedweb.scheduling.snapshot_sql import HOLDING_STATUSES, fetch_all
 
-__all__ = ["HOLDING_STATUSES", "JobRow", "LoadedState", "figures_json", "load_state", "memo_json"]
+__all__ = ["HOLDING_STATUSES", "Decoder", "JobRow", "LoadedState", "figures_json", "load_state", "memo_json"]
 
 
 def memo_json() -> Callable[[str | None], Any]:
@@ -73,6 +75,13 @@ class LoadedState:
     node_ids: dict[str, int] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     queries: int = 0
+    # Tasks stored as Pipelined (loaded Pending with a nomination): the cycle writes them back.
+    pipelined: set[str] = field(default_factory=set)
+    full: bool = True  # a full load (False: the incremental loader applied changes only)
+    # What the incremental loader needs to apply later rows: names by id, classes, quota texts.
+    queue_names: dict[int, str] = field(default_factory=dict)
+    priority_classes: dict[int, PriorityClassInfo] = field(default_factory=dict)
+    quotas: dict[str, str | None] = field(default_factory=dict)
 
 
 def _aware(value: datetime | None) -> datetime | None:
@@ -95,48 +104,6 @@ def _loads(text: str | None) -> Any:
     return json.loads(text) if text is not None else None
 
 
-def load_priority_classes(rows: list[tuple] | None = None) -> dict[int, PriorityClassInfo]:
-    """Priority classes by id."""
-    if rows is None:
-        rows = fetch_all(["priority_classes"])["priority_classes"]
-    return {pk: PriorityClassInfo(name=name, value=value, preemption_policy=policy)
-            for pk, name, value, policy in rows}
-
-
-def load_queues(rows: list[tuple] | None = None) -> tuple[list[QueueInfo], dict[int, str]]:
-    """QueueInfo objects (parents by name) and queue names by id."""
-    if rows is None:
-        rows = fetch_all(["queues"])["queues"]
-    names = {row[0]: row[1] for row in rows}
-    queues = [QueueInfo(name=name, parent=names.get(parent_id) if parent_id else None, weight=weight,
-                        priority=priority, state=QueueState(state), reclaimable=bool(reclaimable),
-                        capability=_res(_loads(cap)), deserved=_res(_loads(des)),
-                        guarantee=_res(_loads(gua)), annotations=_loads(annotations) or {},
-                        created=_ts(created))
-              for (_, name, parent_id, weight, priority, state, reclaimable, cap, des, gua, annotations,
-                   created) in rows]
-    return queues, names
-
-
-def load_nodes(rows: list[tuple] | None = None) -> tuple[list[NodeInfo], dict[int, str]]:
-    """NodeInfo objects (usage as percent when reported) and node names by id."""
-    if rows is None:
-        rows = fetch_all(["nodes"])["nodes"]
-    nodes: list[NodeInfo] = []
-    names: dict[int, str] = {}
-    loads = json.loads
-    for pk, name, alloc, labels, taints, unsched, ucpu, umem, uwhen in rows:
-        names[pk] = name
-        usage = None
-        if ucpu is not None or umem is not None:
-            usage = {k: v for k, v in (("cpu", ucpu), ("memory", umem)) if v is not None}
-        nodes.append(NodeInfo(name=name, allocatable=Resource.from_canonical(loads(alloc) if alloc else {}),
-                              labels=loads(labels) or {}, taints=loads(taints) or [],
-                              unschedulable=bool(unsched), usage=usage,
-                              usage_time=_ts(uwhen) if uwhen else None))
-    return nodes, names
-
-
 # Enum members by value: a dict lookup instead of an Enum call per row (tens of thousands of rows).
 _CORE_STATUS = {s.value: s for s in CoreStatus}
 _CORE_PHASE = {p.value: p for p in JobPhase}
@@ -144,97 +111,163 @@ _TERMINAL = frozenset(TERMINAL_JOB_PHASES)
 _PIPELINED = CoreStatus.PIPELINED
 
 
-def load_state(now: datetime) -> LoadedState:
+def core_phase(phase: str) -> JobPhase:
+    """The snapshot's phase of a stored phase: a finished (cancelled) job is only loaded for its
+    Releasing tasks, so it holds like a Running job and never asks."""
+    return _CORE_PHASE[phase] if phase not in _TERMINAL else JobPhase.RUNNING
+
+
+def priority_classes_of(rows: Iterable[Any]) -> dict[int, PriorityClassInfo]:
+    """Priority classes by id."""
+    return {r.id: PriorityClassInfo(name=r.name, value=r.value, preemption_policy=r.preemption_policy)
+            for r in rows}
+
+
+def queues_of(rows: list[Any]) -> tuple[list[QueueInfo], dict[int, str]]:
+    """QueueInfo objects (parents by name) and queue names by id."""
+    names = {r.id: r.name for r in rows}
+    queues = [QueueInfo(name=r.name, parent=names.get(r.parent_id) if r.parent_id else None, weight=r.weight,
+                        priority=r.priority, state=QueueState(r.state), reclaimable=bool(r.reclaimable),
+                        capability=_res(_loads(r.capability)), deserved=_res(_loads(r.deserved)),
+                        guarantee=_res(_loads(r.guarantee)), annotations=_loads(r.annotations) or {},
+                        created=_ts(r.created))
+              for r in rows]
+    return queues, names
+
+
+def node_of(r: Any) -> NodeInfo:
+    """A NodeInfo from its row (usage as percent when reported), no tasks yet."""
+    usage = None
+    if r.usage_cpu is not None or r.usage_memory is not None:
+        usage = {k: v for k, v in (("cpu", r.usage_cpu), ("memory", r.usage_memory)) if v is not None}
+    loads = json.loads
+    allocatable = Resource.from_canonical(loads(r.allocatable) if r.allocatable else {})
+    return NodeInfo(name=r.name, allocatable=allocatable,
+                    labels=loads(r.labels) or {}, taints=loads(r.taints) or [],
+                    unschedulable=bool(r.unschedulable), usage=usage,
+                    usage_time=_ts(r.usage_updated) if r.usage_updated else None)
+
+
+def namespace_of(name: str, quota: Any, used: Resource | None = None) -> NamespaceInfo:
+    """A NamespaceInfo: its quota (stored JSON text, or None) and what its tasks use."""
+    return NamespaceInfo(name=name, quota=_res(_loads(quota)),
+                         used=used if used is not None else Resource.empty())
+
+
+class Decoder:
+    """Rows of jobs and tasks -> JobInfo / TaskInfo, sharing decoded JSON between equal texts.
+
+    Kept between cycles by the incremental loader: decoded specs are read-only and shared by
+    every task with the same texts (a job's tasks repeat theirs).
+    """
+
+    def __init__(self) -> None:
+        self.js = memo_json()
+        self._min: dict[str, Resource] = {}
+        # (request, selector, tolerations, affinity, spread, labels) texts -> decoded.
+        self._specs: dict[tuple, tuple[Resource, dict, list, Any, list, dict]] = {}
+
+    def job(self, r: Any, queue: str, pc: PriorityClassInfo | None) -> tuple[JobInfo, JobRow]:
+        """The JobInfo (no tasks) and the JobRow of a job row in queue `queue`."""
+        min_resources = None
+        if r.min_resources is not None:
+            proto = self._min.get(r.min_resources)
+            if proto is None:
+                proto = self._min[r.min_resources] = Resource.from_canonical(self.js(r.min_resources))
+            min_resources = proto.clone()
+        job = JobInfo(uid=f"{r.namespace}/{r.name}", name=r.name, namespace=r.namespace, queue=queue,
+                      min_available=r.min_member, task_min_available=self.js(r.min_task_member) or {},
+                      min_resources=min_resources, priority=pc.value if pc else 0,
+                      priority_class=pc.name if pc else "", phase=core_phase(r.phase),
+                      preemptable=bool(r.preemptable), created=r.created, sla_waiting_time=r.sla_waiting_time)
+        return job, JobRow(r.id, r.phase, r.reason_code, r.reason_message, self.js(r.reason_details) or {},
+                           _aware(r.reason_since))
+
+    def task(self, r: Any, job: JobInfo, node: str | None) -> TaskInfo:
+        """The TaskInfo of a task row of `job`; `node` is its node's name (None when it has none).
+
+        A stored Pipelined task comes back Pending with `nominated_node` (a nomination lasts one
+        session in Volcano); a task that holds no node carries none.
+        """
+        status = _CORE_STATUS[r.status]
+        nominated = None
+        if status is _PIPELINED:
+            status, nominated, node = CoreStatus.PENDING, node, None
+        elif status not in OCCUPYING_STATUSES:
+            node = None
+        key = (r.request, r.node_selector, r.tolerations, r.affinity, r.topology_spread_constraints, r.labels)
+        spec = self._specs.get(key)
+        if spec is None:
+            js = self.js
+            spec = self._specs[key] = (Resource.from_canonical(js(r.request) or {}),
+                                       js(r.node_selector) or {}, js(r.tolerations) or [], js(r.affinity),
+                                       js(r.topology_spread_constraints) or [], js(r.labels) or {})
+        return TaskInfo(
+            uid=f"{job.namespace}/{r.name}", name=r.name, namespace=job.namespace, job_uid=job.uid,
+            resreq=spec[0].clone(), status=status, node_name=node, role=r.role,
+            priority=r.priority if r.priority is not None else job.priority,
+            preemption_policy=r.preemption_policy,
+            preemptable=bool(r.preemptable), node_selector=spec[1], tolerations=spec[2], affinity=spec[3],
+            labels=spec[5], created=r.created, duration=r.duration, topology_spread_constraints=spec[4],
+            nominated_node=nominated, started=r.started)
+
+
+def task_holds_unknown_node(r: Any, node: str | None) -> bool:
+    """A task in a node-holding status whose node the load did not see (created meanwhile)."""
+    return node is None and _CORE_STATUS[r.status] in OCCUPYING_STATUSES
+
+
+def load_state(now: datetime, decoder: Decoder | None = None) -> LoadedState:
     """Read the cluster in six queries and build the snapshot for a session at `now`."""
     rows = fetch_all(["priority_classes", "queues", "nodes", "quotas", "jobs", "tasks"])
-    pcs = load_priority_classes(rows["priority_classes"])
-    queues, queue_names = load_queues(rows["queues"])
-    nodes, node_names = load_nodes(rows["nodes"])
-    quotas = {ns: _loads(hard) for ns, hard in rows["quotas"]}
-    state = LoadedState(snapshot=ClusterSnapshot(), queries=6)
+    dec = decoder or Decoder()
+    pcs = priority_classes_of(rows["priority_classes"])
+    queues, queue_names = queues_of(rows["queues"])
+    nodes = [node_of(r) for r in rows["nodes"]]
+    node_names = {r.id: r.name for r in rows["nodes"]}
+    quotas = {r.namespace: r.hard for r in rows["quotas"]}
+    state = LoadedState(snapshot=ClusterSnapshot(), queries=6, queue_names=queue_names,
+                        priority_classes=pcs, quotas=quotas)
     state.node_ids = {name: pk for pk, name in node_names.items()}
-    # Decoded JSON is shared between rows with the same text: the snapshot only reads it.
-    js = memo_json()
-    min_protos: dict[str, Resource] = {}
 
     jobs_by_id: dict[int, JobInfo] = {}
     job_rows = state.jobs
-    running = JobPhase.RUNNING
-    for (pk, ns, name, queue_id, min_member, min_task_member, min_res, pc_id, phase, preemptable,
-         sla, created, reason_code, reason_message, reason_details, reason_since) in rows["jobs"]:
-        queue = queue_names.get(queue_id)
+    for r in rows["jobs"]:
+        queue = queue_names.get(r.queue_id)
         if queue is None:  # submitted after the queue query: next cycle sees both
             continue
-        pc = pcs.get(pc_id) if pc_id else None
-        uid = f"{ns}/{name}"
-        # A finished (cancelled) job is only here for its Releasing tasks: it holds, never asks.
-        core_phase = _CORE_PHASE[phase] if phase not in _TERMINAL else running
-        if min_res is None:
-            min_resources = None
-        else:
-            min_resources = min_protos.get(min_res)
-            if min_resources is None:
-                min_resources = min_protos[min_res] = Resource.from_canonical(js(min_res))
-            min_resources = min_resources.clone()
-        jobs_by_id[pk] = JobInfo(uid=uid, name=name, namespace=ns, queue=queue, min_available=min_member,
-                                 task_min_available=js(min_task_member) or {}, min_resources=min_resources,
-                                 priority=pc.value if pc else 0, priority_class=pc.name if pc else "",
-                                 phase=core_phase, preemptable=bool(preemptable), created=created,
-                                 sla_waiting_time=sla)
-        job_rows[uid] = JobRow(pk, phase, reason_code, reason_message, js(reason_details) or {},
-                               _aware(reason_since))
+        job, job_rows[f"{r.namespace}/{r.name}"] = dec.job(r, queue, pcs.get(r.priority_class_id))
+        jobs_by_id[r.id] = job
 
     tasks: list[TaskInfo] = []
     used: dict[str, Resource] = {}
-    # (request, selector, tolerations, affinity, labels) texts -> decoded: tasks of a job share them.
-    specs: dict[tuple, tuple[Resource, dict, list, Any, dict]] = {}
-    task_rows, warnings = state.tasks, state.warnings
-    statuses, occupying, pending = _CORE_STATUS, OCCUPYING_STATUSES, CoreStatus.PENDING
-    last_job_id, job, ns, job_uid, job_priority = None, None, "", "", 0
-    for (pk, name, job_id, role, request, status, node_id, priority, selector, tolerations, affinity,
-         policy, preemptable, labels, duration, created, updated) in rows["tasks"]:
-        if job_id != last_job_id:  # rows come ordered by job: look the job up once per job
-            last_job_id, job = job_id, jobs_by_id.get(job_id)
-            if job is not None:
-                ns, job_uid, job_priority = job.namespace, job.uid, job.priority
+    task_rows, warnings, pipelined = state.tasks, state.warnings, state.pipelined
+    occupying = OCCUPYING_STATUSES
+    last_job_id, job = None, None
+    for r in rows["tasks"]:
+        if r.job_id != last_job_id:  # rows come ordered by job: look the job up once per job
+            last_job_id, job = r.job_id, jobs_by_id.get(r.job_id)
         if job is None:
             continue
-        node = node_names.get(node_id) if node_id else None
-        core_status = statuses[status]
-        nominated = None
-        if core_status is _PIPELINED:
-            # Pipelining lasts one session in Volcano (a nominated node on a Pending pod).
-            core_status, nominated, node = pending, node, None
-        elif core_status not in occupying:
-            node = None
-        elif node is None:
-            warnings.append(f"task {ns}/{name}: {status} on an unknown node; skipped")
+        node = node_names.get(r.node_id) if r.node_id else None
+        if task_holds_unknown_node(r, node):
+            warnings.append(f"task {job.namespace}/{r.name}: {r.status} on an unknown node; skipped")
             continue
-        key = (request, selector, tolerations, affinity, labels)
-        spec = specs.get(key)
-        if spec is None:
-            spec = specs[key] = (Resource.from_canonical(js(request) or {}), js(selector) or {},
-                                 js(tolerations) or [], js(affinity), js(labels) or {})
-        resreq = spec[0].clone()
-        uid = f"{ns}/{name}"
-        tasks.append(TaskInfo(
-            uid=uid, name=name, namespace=ns, job_uid=job_uid, resreq=resreq, status=core_status,
-            node_name=node, role=role, priority=priority if priority is not None else job_priority,
-            preemption_policy=policy, preemptable=bool(preemptable), node_selector=spec[1],
-            tolerations=spec[2], affinity=spec[3], labels=spec[4], created=created, duration=duration,
-            nominated_node=nominated))
-        task_rows[uid] = (pk, status, updated, job_id)
-        if core_status in occupying:
-            u = used.get(ns)
+        task = dec.task(r, job, node)
+        tasks.append(task)
+        task_rows[task.uid] = (r.id, r.status, r.updated, r.job_id)
+        if r.status == _PIPELINED:
+            pipelined.add(task.uid)
+        if task.status in occupying:
+            u = used.get(job.namespace)
             if u is None:
-                u = used[ns] = Resource.empty()
-            u.add(resreq)
+                u = used[job.namespace] = Resource.empty()
+            u.add(task.resreq)
 
     namespaces = {job.namespace for job in jobs_by_id.values()} | set(quotas)
     state.snapshot = ClusterSnapshot.build(
         nodes=nodes, queues=queues, jobs=jobs_by_id.values(), tasks=tasks,
-        namespaces=[NamespaceInfo(name=ns, quota=_res(quotas.get(ns)), used=used.get(ns, Resource.empty()))
-                    for ns in sorted(namespaces)],
+        namespaces=[namespace_of(ns, quotas.get(ns), used.get(ns)) for ns in sorted(namespaces)],
         priority_classes=pcs.values(), now=now.timestamp())
     return state
 

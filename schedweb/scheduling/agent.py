@@ -3,23 +3,41 @@
 After each cycle: Binding/Bound tasks start Running; Running tasks with a duration succeed once it
 has passed; Releasing tasks are gone after a grace period (a task of a live job comes back
 Pending, like a pod its controller recreates; a cancelled job's task fails); jobs whose tasks are
-all finished are Completed.
+all finished are Completed. After each step the loop has the nodes report their usage
+(`report_heartbeats`: a heartbeat through `services.node_heartbeat` once per HEARTBEAT_SECONDS,
+derived from the requests of the tasks running there, as a kubelet's status report carries it).
 """
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import transaction
+from django.db import DatabaseError, transaction
 from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
-from schedweb.core.models import TERMINAL_JOB_PHASES, TERMINAL_TASK_STATUSES, Job, JobPhase, Task, TaskStatus
+from schedweb.core import services
+from schedweb.core.models import (
+    TERMINAL_JOB_PHASES,
+    TERMINAL_TASK_STATUSES,
+    Job,
+    JobPhase,
+    Node,
+    Task,
+    TaskStatus,
+)
 from schedweb.scheduling import writes
 
 GRACE_PERIODS = 2  # Releasing tasks finish after this many schedule periods
+# A node reports its usage this often, not every cycle: each report rewrites the node's row.
+HEARTBEAT_SECONDS = 10.0
+# Usage percent = IDLE + BUSY * (requested / allocatable) + jitter: tasks use most, not all,
+# of what they request; the jitter (+-JITTER, from a hash of node and time) makes charts live.
+USAGE_MODEL = {"cpu": (2.0, 85.0), "memory": (5.0, 75.0)}
+JITTER = 3.0
 
 
 @dataclass
@@ -30,6 +48,7 @@ class AgentStep:
     succeeded: int = 0
     released: int = 0
     completed_jobs: int = 0
+    heartbeats: int = 0
 
 
 @transaction.atomic
@@ -82,6 +101,49 @@ def agent_step(*, now: datetime | None = None, period: float | None = None) -> A
         skip_locked=True, no_key=True).values_list("id", flat=True))
     step.completed_jobs = _update(Job, complete, Q(), phase=JobPhase.COMPLETED, finished=now, updated=now)
     return step
+
+
+def report_heartbeats(now: datetime) -> int:
+    """Heartbeats of the nodes whose last report is HEARTBEAT_SECONDS old (or missing); returns
+    how many reported. Two reads (nodes due, their Running tasks), then one service call each,
+    each its own short transaction: the loop calls it after agent_step commits, so no job or
+    task lock is held while a node row is written (a node delete locks the node, then its tasks)."""
+    is_due = Q(usage_updated__isnull=True) | Q(usage_updated__lte=now - timedelta(seconds=HEARTBEAT_SECONDS))
+    due = list(Node.objects.filter(is_due).order_by("name"))
+    if not due:
+        return 0
+    requested: dict[int, dict[str, float]] = {node.pk: {"cpu": 0.0, "memory": 0.0} for node in due}
+    due_ids = Node.objects.filter(is_due).values("pk")
+    running = Task.objects.filter(status=TaskStatus.RUNNING, node__in=due_ids)
+    for node_id, request in running.values_list("node_id", "request").order_by():
+        if node_id not in requested:
+            continue  # a node that reported in between
+        for dim, total in requested[node_id].items():
+            value = (request or {}).get(dim)
+            if isinstance(value, int | float):
+                requested[node_id][dim] = total + float(value)
+    bucket = int(now.timestamp() // HEARTBEAT_SECONDS)
+    reported = 0
+    for node in due:
+        usage = {dim: node_usage(node.name, dim, requested[node.pk][dim], node.allocatable.get(dim), bucket)
+                 for dim in USAGE_MODEL}
+        try:
+            services.node_heartbeat(node=node, usage_cpu=usage["cpu"], usage_memory=usage["memory"], now=now)
+        except DatabaseError:
+            if Node.objects.filter(pk=node.pk).exists():
+                raise
+            continue  # deleted since it was read (the save "did not affect any rows")
+        reported += 1
+    return reported
+
+
+def node_usage(node: str, dim: str, requested: float, allocatable: object, bucket: int) -> float:
+    """A plausible usage percent of `dim` on `node` for the time `bucket`, within 0..100."""
+    idle, busy = USAGE_MODEL[dim]
+    fraction = requested / allocatable if isinstance(allocatable, int | float) and allocatable > 0 else 0.0
+    digest = hashlib.sha256(f"{node}:{dim}:{bucket}".encode()).digest()
+    jitter = (int.from_bytes(digest[:2], "big") / 65535 * 2 - 1) * JITTER
+    return round(min(100.0, max(0.0, idle + busy * min(fraction, 1.0) + jitter)), 1)
 
 
 def _ended(started: datetime, duration: float, now: datetime) -> bool:

@@ -19,13 +19,14 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from scheduler_core.framework.conf import DEFAULT_CONF, SchedulerConf, parse_conf
+from scheduler_core.framework.conf import SchedulerConf, parse_conf
 from scheduler_core.model import ClusterSnapshot
 from scheduler_core.result import FIGURE_NAMES, SessionResult
 from scheduler_core.scheduler import gc_paused, run_session_isolated
 from schedweb.core.models import TERMINAL_JOB_PHASES, SchedulerConfig, TaskStatus
-from schedweb.scheduling import writes
-from schedweb.scheduling.adapter import LoadedState, figures_json, load_state
+from schedweb.scheduling import incremental, writes
+from schedweb.scheduling.adapter import LoadedState, figures_json
+from schedweb.scheduling.default_conf import schedweb_default_conf
 from schedweb.scheduling.models import CycleRun, QueueSample
 
 logger = logging.getLogger(__name__)
@@ -37,10 +38,11 @@ _conf_cache: dict[tuple[int, str], SchedulerConf] = {}
 
 
 def active_conf() -> tuple[int | None, SchedulerConf]:
-    """The active SchedulerConfig (version, parsed; cached per version), else Volcano's default."""
+    """The active SchedulerConfig (version, parsed; cached per version), else schedweb's shipped
+    default (hierarchical capacity: parent limits hold; schedweb.scheduling.default_conf)."""
     row = SchedulerConfig.objects.filter(active=True).values_list("version", "yaml").first()
     if row is None:
-        return None, DEFAULT_CONF
+        return None, schedweb_default_conf()
     version, text = row
     # Keyed by the text too: versions restart when a database is recreated (tests, re-init).
     conf = _conf_cache.get((version, text))
@@ -86,6 +88,7 @@ def cycle_run(*, now: datetime | None = None) -> CycleRun:
             return _run_locked(started, t0)
     except Exception as exc:  # recorded, then the loop goes on: one bad cycle must not stop it
         logger.exception("scheduling cycle failed")
+        incremental.forget()  # the kept snapshot holds the rolled-back session's changes
         return CycleRun.objects.create(started=started, errors=f"{type(exc).__name__}: {exc}",
                                        duration_seconds=time.perf_counter() - t0)
 
@@ -97,14 +100,16 @@ def _run_locked(started: datetime, t0: float) -> CycleRun:
     load_time = [0.0]
 
     def build() -> ClusterSnapshot:
-        # Called again (a fresh read) only when a job's failure could not be undone in-session.
+        # The kept snapshot brought up to date (schedweb.scheduling.incremental). Called again
+        # only when a job's failure could not be undone in-session: then a fresh full load.
         began = time.perf_counter()
-        loaded.append(load_state(started))
+        loaded.append(incremental.load(started, version, fresh=bool(loaded)))
         load_time[0] += time.perf_counter() - began
         return loaded[-1].snapshot
 
     _, result = run_session_isolated(build, conf)
     state = loaded[-1]
+    incremental.settle(state, result)  # what the session changed in memory only goes back
     t2 = time.perf_counter()
     t1 = t0 + load_time[0]
     report_job_errors(result)
@@ -121,7 +126,8 @@ def _run_locked(started: datetime, t0: float) -> CycleRun:
         started=started, config_version=version, load_seconds=t1 - t0, schedule_seconds=t2 - t1,
         binds=binds, pipelined=pipelined, evictions=evictions, pending_jobs=len(result.reasons),
         conflicts=conflicts, warnings=state.warnings + list(result.warnings),
-        rescheduling_ran=rescheduling_due, job_errors=len(result.job_errors))
+        rescheduling_ran=rescheduling_due, job_errors=len(result.job_errors), timing=dict(result.timing))
+    incremental.finish(run.pk)
     writes.insert_samples(_samples(run, result, started), previous)
     t3 = time.perf_counter()
     run.write_seconds, run.duration_seconds = t3 - t2, t3 - t0
@@ -174,8 +180,9 @@ def _task_changes(state: LoadedState, result: SessionResult) -> tuple[list[write
             changes.append(writes.TaskChange(row[0], row[1], row[2], TaskStatus.RELEASING))
             jobs.add(row[3])
     # A nomination lasts one session: a task pipelined before and not now waits again.
-    for uid, (pk, status, updated, job_id) in state.tasks.items():
-        if status == TaskStatus.PIPELINED and uid not in result.binds and uid not in result.pipelined:
+    for uid in sorted(state.pipelined):
+        pk, status, updated, job_id = state.tasks[uid]
+        if uid not in result.binds and uid not in result.pipelined:
             changes.append(writes.TaskChange(pk, status, updated, TaskStatus.PENDING, None, True))
             jobs.add(job_id)
     return changes, jobs
@@ -247,6 +254,7 @@ def _write_jobs(changes: list[writes.JobChange], code_changed: set[int], same_co
                 now: datetime) -> int:
     """Apply job changes and the reason history; returns conflicts."""
     applied = writes.update_jobs(changes, now)
+    incremental.own_jobs([c for c in changes if c.id in applied])  # kept as written, not re-read
     writes.write_reason_history([c for c in changes if c.id in applied and c.id in code_changed],
                                 same_code, now)
     return len(changes) - len(applied)

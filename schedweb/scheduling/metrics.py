@@ -1,58 +1,138 @@
-"""Prometheus collector reading the database at scrape time (Volcano's metric names where they exist).
+"""Prometheus collector reading the database at scrape time, under upstream Volcano's metric names.
 
-Queue gauges come from the latest cycle's QueueSample rows; cycle timings from CycleRun rows;
-pending jobs by reason from Job. `describe()` lists the families, so registering the collector
-runs no query (at import or otherwise); only `collect()` does.
+Queue gauges (pkg/scheduler/metrics/queue.go) come from the latest cycle's QueueSample rows:
+`volcano_queue_{allocated,request,deserved,capacity,real_capacity}_{milli_cpu,memory_bytes}`,
+`..._scalar_resources{queue_name,resource}` for GPUs and any other scalar (milli-units, as
+Volcano), `volcano_queue_{share,weight,overused}` and pod group counts by phase from Job rows.
+Figures Volcano does not export are `schedweb_queue_{guarantee,elastic,inqueue}_*`. Scheduler
+metrics (metrics.go): latency histograms from the CycleRun rows (metrics_latency), schedule
+attempts, preemption victims, unscheduled tasks and jobs. schedweb's own: `schedweb_*`.
+
+Deprecated, kept for one release (DEPRECATED_ALIASES): the names of the previous release,
+`volcano_queue_{capability,real_capability,guarantee,elastic,inqueue}_{milli_cpu,memory_bytes}`.
+
+`describe()` lists the families, so registering the collector runs no query; only `collect()` does.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from django.db.models import Count, Q
+from django.db.models import Count, Q, Sum
 from django.utils import timezone
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from schedweb.core.models import TERMINAL_JOB_PHASES, Job
+from schedweb.core.models import TERMINAL_JOB_PHASES, Job, JobPhase, Queue, Task, TaskStatus
+from schedweb.scheduling import metrics_latency
 from schedweb.scheduling.models import CycleRun, QueueSample
 
 CYCLE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 QUEUE_FIGURES = ("allocated", "deserved", "request", "capability", "real_capability", "guarantee",
                  "elastic", "inqueue")
-UNITS = (("milli_cpu", "cpu", "milli cpu"), ("memory_bytes", "memory", "memory bytes"))
-# (metric name, QueueSample field, stored resource key, help text)
-QUEUE_RESOURCE_GAUGES = [(f"volcano_queue_{figure}_{unit}", figure, key,
-                          f"{figure.replace('_', ' ').capitalize()} {label} of the queue")
-                         for figure in QUEUE_FIGURES for unit, key, label in UNITS]
+# QueueSample field -> (metric stem, deprecated stem or None, how a dimension's value reads:
+# ZERO = absent is 0; SET = absent is not exported; LIMIT = absent or 0 is unset (unlimited, as a
+# capability in Volcano), not exported)
+ZERO, SET, LIMIT = "zero", "set", "limit"
+QUEUE_METRICS = {
+    "allocated": ("volcano_queue_allocated", None, ZERO),
+    "request": ("volcano_queue_request", None, ZERO),
+    "deserved": ("volcano_queue_deserved", None, ZERO),
+    "capability": ("volcano_queue_capacity", "volcano_queue_capability", LIMIT),
+    "real_capability": ("volcano_queue_real_capacity", "volcano_queue_real_capability", SET),
+    "guarantee": ("schedweb_queue_guarantee", "volcano_queue_guarantee", SET),
+    "elastic": ("schedweb_queue_elastic", "volcano_queue_elastic", ZERO),
+    "inqueue": ("schedweb_queue_inqueue", "volcano_queue_inqueue", ZERO),
+}
+UNITS = (("milli_cpu", "cpu", "CPU (milli cores)"), ("memory_bytes", "memory", "memory (bytes)"))
+NOT_SCALARS = frozenset({"cpu", "memory", "pods"})
+DEPRECATED_ALIASES = {f"{old}_{unit}": f"{new}_{unit}" for new, old, _ in QUEUE_METRICS.values() if old
+                      for unit, _, _ in UNITS}
+POD_GROUP_PHASES = (("inqueue", JobPhase.INQUEUE), ("pending", JobPhase.PENDING),
+                    ("running", JobPhase.RUNNING), ("unknown", JobPhase.UNKNOWN),
+                    ("completed", JobPhase.COMPLETED))
 QUEUE = ["queue_name"]
 JOBS_SET_ASIDE_HELP = "Jobs set aside (InvalidJob) in the last cycle because their data or evaluation failed"
+ATTEMPTS_HELP = ("Number of attempts to schedule pods, by the result: scheduled (tasks bound), unschedulable "
+                 "(jobs left waiting, once per cycle), error (failed cycles)")
 
 
-def _queue_families(samples: list[tuple]) -> Iterator[Metric]:
-    gauges = {name: GaugeMetricFamily(name, doc, labels=QUEUE) for name, _, _, doc in QUEUE_RESOURCE_GAUGES}
-    share = GaugeMetricFamily("volcano_queue_share", "Share of the queue (dominant resource)", labels=QUEUE)
-    weight = GaugeMetricFamily("volcano_queue_weight", "Weight of the queue", labels=QUEUE)
-    overused = GaugeMetricFamily("volcano_queue_overused", "1 when the queue is overused", labels=QUEUE)
+def _figure_help(figure: str, label: str) -> str:
+    return f"{figure.replace('_', ' ').capitalize()} {label} of the queue"
+
+
+def _queue_families(samples: list[tuple], pod_groups: dict[tuple[str, str], int],
+                    queue_names: list[str]) -> Iterator[Metric]:
+    """Every queue family, filled from `samples` (queue, share, weight, overused, *QUEUE_FIGURES)."""
+    gauges: dict[str, GaugeMetricFamily] = {}
+    for figure, (stem, old, _) in QUEUE_METRICS.items():
+        for unit, _, label in UNITS:
+            text = _figure_help(figure, label)
+            gauges[f"{stem}_{unit}"] = GaugeMetricFamily(f"{stem}_{unit}", text, labels=QUEUE)
+            if old:
+                gauges[f"{old}_{unit}"] = GaugeMetricFamily(
+                    f"{old}_{unit}", f"Deprecated: use {stem}_{unit}. {text}", labels=QUEUE)
+        gauges[f"{stem}_scalar_resources"] = GaugeMetricFamily(
+            f"{stem}_scalar_resources", _figure_help(figure, "scalar resource (milli units)"),
+            labels=[*QUEUE, "resource"])
+    share = GaugeMetricFamily("volcano_queue_share", "Share for one queue", labels=QUEUE)
+    weight = GaugeMetricFamily("volcano_queue_weight", "Weight for one queue", labels=QUEUE)
+    overused = GaugeMetricFamily("volcano_queue_overused", "If one queue is overused", labels=QUEUE)
     for row in samples:
         queue, values = row[0], dict(zip(QUEUE_FIGURES, row[4:], strict=True))
         share.add_metric([queue], row[1])
         weight.add_metric([queue], row[2])
         overused.add_metric([queue], 1.0 if row[3] else 0.0)
-        for name, figure, key, _ in QUEUE_RESOURCE_GAUGES:
+        for figure, (stem, old, reading) in QUEUE_METRICS.items():
             value = values.get(figure)
-            if value is not None:
-                gauges[name].add_metric([queue], float(value.get(key, 0)))
+            if value is None:
+                continue
+            for unit, key, _ in UNITS:
+                amount = float(value.get(key, 0))
+                if reading == ZERO or (key in value and (reading == SET or amount > 0)):
+                    for name in (stem, old) if old else (stem,):
+                        gauges[f"{name}_{unit}"].add_metric([queue], amount)
+            for resource in sorted(set(value) - NOT_SCALARS):
+                if reading != LIMIT or value[resource] > 0:
+                    gauges[f"{stem}_scalar_resources"].add_metric([queue, resource], float(value[resource]))
     yield from gauges.values()
     yield from (share, weight, overused)
+    for phase, stored in POD_GROUP_PHASES:
+        family = GaugeMetricFamily(f"volcano_queue_pod_group_{phase}_count",
+                                   f"The number of {phase} PodGroup in this queue", labels=QUEUE)
+        for queue in queue_names:
+            family.add_metric([queue], pod_groups.get((queue, stored), 0))
+        yield family
+
+
+def _scheduler_families(last: tuple | None, pending: list[tuple[str, int]],
+                        unscheduled_tasks: list[tuple[str, str, int]], attempts: dict) -> Iterator[Metric]:
+    """Volcano's scheduler gauges and counters from the latest cycle and the job table."""
+    victims = GaugeMetricFamily("volcano_pod_preemption_victims", "Number of selected preemption victims")
+    if last:
+        victims.add_metric([], last[3])
+    yield victims
+    tasks = GaugeMetricFamily("volcano_unschedule_task_count", "Number of tasks could not be scheduled",
+                              labels=["job_id"])
+    for namespace, name, n in unscheduled_tasks:
+        tasks.add_metric([f"{namespace}/{name}"], n)
+    yield tasks
+    yield GaugeMetricFamily("volcano_unschedule_job_count", "Number of jobs could not be scheduled",
+                            value=sum(n for _, n in pending))
+    counter = CounterMetricFamily("volcano_schedule_attempts", ATTEMPTS_HELP, labels=["result"])
+    for result in ("scheduled", "unschedulable", "error"):
+        counter.add_metric([result], attempts[result] or 0)
+    yield counter
 
 
 class SchedulerCollector(Collector):
-    """Queue figures, cycle duration histogram, pending jobs by reason, last cycle age."""
+    """Queue figures, scheduler latencies and counters, pending jobs by reason, last cycle age."""
 
     def describe(self) -> Iterator[Metric]:
         """The families collect() yields, without touching the database."""
-        yield from _queue_families([])
+        yield from _queue_families([], {}, [])
+        yield from metrics_latency.empty_families()
+        yield from _scheduler_families(None, [], [], {"scheduled": 0, "unschedulable": 0, "error": 0})
         yield HistogramMetricFamily("schedweb_cycle_duration_seconds", "Scheduling cycle duration")
         yield GaugeMetricFamily("schedweb_pending_jobs", "Jobs waiting, by reason code", labels=["reason"])
         yield GaugeMetricFamily("schedweb_last_cycle_age_seconds", "Seconds since the last cycle started")
@@ -62,15 +142,35 @@ class SchedulerCollector(Collector):
         yield CounterMetricFamily("schedweb_agent_failures", "Simulated agent steps that failed")
 
     def collect(self) -> Iterator[Metric]:
-        """Read the latest samples and the cycle history (a handful of aggregate queries)."""
-        last = (CycleRun.objects.filter(skipped=False, errors="").order_by("-id")
-                .values_list("id", "started", "job_errors").first())
+        """Read the latest samples, the cycle history and the job table (a few aggregate queries)."""
+        now = timezone.now()
+        ran = CycleRun.objects.filter(skipped=False, errors="")
+        last = ran.order_by("-id").values_list("id", "started", "job_errors", "evictions", "timing").first()
         samples = list(QueueSample.objects.filter(cycle_id=last[0]).values_list(
             "queue", "share", "weight", "overused", *QUEUE_FIGURES)) if last else []
-        yield from _queue_families(samples)
+        pod_groups = {(queue, phase): n for queue, phase, n in Job.objects.values_list(
+            "queue__name", "phase").annotate(n=Count("id")).order_by()}
+        queue_names = list(Queue.objects.order_by("name").values_list("name", flat=True))
+        yield from _queue_families(samples, pod_groups, queue_names)
 
-        ran = CycleRun.objects.filter(skipped=False, errors="")
-        agg = ran.aggregate(total=Count("id"), sum=_sum("duration_seconds"),
+        yield from metrics_latency.cycle_histograms(ran, last[4] if last else None)
+        yield metrics_latency.job_latency_histogram(now)
+        waiting = Job.objects.exclude(phase__in=TERMINAL_JOB_PHASES).exclude(reason_code="")
+        pending = list(waiting.values_list("reason_code").annotate(n=Count("id")).order_by("reason_code"))
+        unscheduled = list(Task.objects.filter(status__in=(TaskStatus.PENDING, TaskStatus.PIPELINED),
+                                               job__in=waiting).values_list("job__namespace", "job__name")
+                           .annotate(n=Count("id")).order_by("job__namespace", "job__name"))
+        outcomes = CycleRun.objects.aggregate(
+            n_ok=Count("id", filter=Q(skipped=False, errors="")),
+            n_skipped=Count("id", filter=Q(skipped=True)),
+            n_failed=Count("id", filter=Q(skipped=False) & ~Q(errors="")), n_conflicts=Sum("conflicts"),
+            n_agent_failed=Count("id", filter=~Q(agent_error="")),
+            scheduled=Sum("binds", filter=Q(skipped=False, errors="")),
+            unschedulable=Sum("pending_jobs", filter=Q(skipped=False, errors="")))
+        outcomes["error"] = outcomes["n_failed"]
+        yield from _scheduler_families(last, pending, unscheduled, outcomes)
+
+        agg = ran.aggregate(total=Count("id"), sum=Sum("duration_seconds"),
                             **{f"le{i}": Count("id", filter=Q(duration_seconds__lte=b))
                                for i, b in enumerate(CYCLE_BUCKETS)})
         buckets = [(str(b), agg[f"le{i}"]) for i, b in enumerate(CYCLE_BUCKETS)] + [("+Inf", agg["total"])]
@@ -78,23 +178,17 @@ class SchedulerCollector(Collector):
         hist.add_metric([], buckets, sum_value=agg["sum"] or 0.0)
         yield hist
 
-        pending = GaugeMetricFamily("schedweb_pending_jobs", "Jobs waiting, by reason code",
-                                    labels=["reason"])
-        for code, n in (Job.objects.exclude(phase__in=TERMINAL_JOB_PHASES).exclude(reason_code="")
-                        .values_list("reason_code").annotate(n=Count("id")).order_by("reason_code")):
-            pending.add_metric([code], n)
-        yield pending
+        by_reason = GaugeMetricFamily("schedweb_pending_jobs", "Jobs waiting, by reason code",
+                                      labels=["reason"])
+        for code, n in pending:
+            by_reason.add_metric([code], n)
+        yield by_reason
 
         age = GaugeMetricFamily("schedweb_last_cycle_age_seconds", "Seconds since the last cycle started")
         if last:
-            age.add_metric([], (timezone.now() - last[1]).total_seconds())
+            age.add_metric([], (now - last[1]).total_seconds())
         yield age
 
-        outcomes = CycleRun.objects.aggregate(
-            n_ok=Count("id", filter=Q(skipped=False, errors="")),
-            n_skipped=Count("id", filter=Q(skipped=True)),
-            n_failed=Count("id", filter=Q(skipped=False) & ~Q(errors="")), n_conflicts=_sum("conflicts"),
-            n_agent_failed=Count("id", filter=~Q(agent_error="")))
         cycles = CounterMetricFamily("schedweb_cycles", "Cycles by outcome", labels=["outcome"])
         for outcome in ("ok", "skipped", "failed"):
             cycles.add_metric([outcome], outcomes[f"n_{outcome}"])
@@ -104,9 +198,3 @@ class SchedulerCollector(Collector):
         yield GaugeMetricFamily("schedweb_jobs_set_aside", JOBS_SET_ASIDE_HELP, value=last[2] if last else 0)
         yield CounterMetricFamily("schedweb_agent_failures", "Simulated agent steps that failed",
                                   value=outcomes["n_agent_failed"])
-
-
-def _sum(field: str):  # noqa: ANN202 - a Django aggregate expression
-    from django.db.models import Sum
-
-    return Sum(field)

@@ -29,6 +29,9 @@ class CycleRun(models.Model):
     job_errors = models.PositiveIntegerField(default=0)
     # The simulated agent's step after this cycle failed (its error), "" when it ran or is off.
     agent_error = models.TextField(blank=True, default="")
+    # The session's own timings (SessionResult.timing, seconds): `action_<name>_s` per action,
+    # `session_s`, ...; /metrics builds Volcano's latency histograms from them.
+    timing = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["-started", "-id"]

@@ -6,8 +6,10 @@ import logging
 
 from celery import shared_task
 from django.conf import settings
+from django.utils import timezone
 
-from schedweb.scheduling.agent import agent_step
+from schedweb.scheduling import demo_arrivals
+from schedweb.scheduling.agent import agent_step, report_heartbeats
 from schedweb.scheduling.cycle import cycle_run
 from schedweb.scheduling.models import CycleRun
 
@@ -15,13 +17,15 @@ logger = logging.getLogger(__name__)
 
 
 def cycle_and_agent() -> dict:
-    """One cycle, then one agent step when SIMULATED_AGENT is on; a summary for logs."""
+    """One cycle, then one agent step when SIMULATED_AGENT is on, then a demo arrival when
+    DEMO_ARRIVALS is on and one is due; a summary for logs."""
     run = cycle_run()
     out = {"cycle": run.pk, "skipped": run.skipped, "binds": run.binds, "evictions": run.evictions,
            "conflicts": run.conflicts, "errors": run.errors}
     if settings.SIMULATED_AGENT and not run.skipped:
         try:
             step = agent_step()
+            step.heartbeats = report_heartbeats(timezone.now())  # after the step commits
         except Exception as exc:  # recorded on the cycle (health counts them); the loop goes on
             logger.exception("simulated agent step failed")
             error = f"{type(exc).__name__}: {exc}"[:2000]
@@ -29,7 +33,15 @@ def cycle_and_agent() -> dict:
             out["agent_error"] = error
             return out
         out["agent"] = {"started": step.started, "succeeded": step.succeeded, "released": step.released,
-                        "completed_jobs": step.completed_jobs}
+                        "completed_jobs": step.completed_jobs, "heartbeats": step.heartbeats}
+    if settings.DEMO_ARRIVALS and not run.skipped:
+        try:
+            job = demo_arrivals.arrive(run)
+        except Exception:  # the demo's arrivals never stop the loop
+            logger.exception("demo arrival failed")
+        else:
+            if job is not None:
+                out["arrived"] = job.uid
     return out
 
 

@@ -1,10 +1,11 @@
 """Set-based SQL writers of the cycle: one statement per kind of change, never a save() loop.
 
 PostgreSQL: `UPDATE ... FROM` the changes (unnest arrays, or a temp table filled by COPY when
-there are many) with `RETURNING` (the ids that still matched);
-SQLite: `executemany` of the same conditional UPDATE (the cycle holds SQLite's write lock for the
-whole transaction, so a row there cannot change under it). Every UPDATE carries the snapshot's
-view of the row in its WHERE clause: a row the API changed meanwhile is left alone (a conflict).
+there are many) with `RETURNING` (the ids that still matched). Every UPDATE carries the
+snapshot's view of the row in its WHERE clause: a row the API changed meanwhile is left alone (a
+conflict). SQLite (the development default) takes the ORM, grouped by new value: the cycle holds
+SQLite's write lock for its whole transaction, so no row can change under it and no condition
+is needed; it is a development path, not a second implementation of each statement.
 """
 
 from __future__ import annotations
@@ -40,11 +41,6 @@ def try_leader_lock() -> bool:
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_try_advisory_xact_lock(%s)", [LEADER_LOCK_KEY])
         return bool(cursor.fetchone()[0])
-
-
-def _dt(value: datetime | None) -> object:
-    # SQLite stores datetimes as text: compare and write in Django's own format.
-    return value if is_postgres() else connection.ops.adapt_datetimefield_value(value)
 
 
 @dataclass(slots=True)
@@ -124,32 +120,39 @@ def update_tasks(changes: Sequence[TaskChange], now: datetime) -> set[int]:
     """
     if not changes:
         return set()
-    task_t, node_t = Task._meta.db_table, Node._meta.db_table
+    if not is_postgres():
+        return _orm_update(Task, changes, lambda c: (
+            {"status": c.new_status, "node_id": c.node_id} if c.set_node else {"status": c.new_status}), now)
+    task_t = Task._meta.db_table
     with connection.cursor() as cursor:
-        if is_postgres():
-            # Locked target nodes stay until we commit: drop the binds to gone ones here rather
-            # than ask the UPDATE to look each node up again.
-            nodes = _lock_nodes(c.node_id for c in changes if c.node_id is not None)
-            rows = [(c.id, c.old_status, c.old_updated, c.new_status, c.node_id, c.set_node) for c in changes
-                    if c.node_id is None or c.node_id in nodes]
-            if not rows:
-                return set()
-            source = _change_source(cursor, TASK_CHANGES, rows)
-            cursor.execute(
-                f"UPDATE {task_t} AS t SET status = v.new_status, "
-                f"node_id = CASE WHEN v.set_node THEN v.node_id ELSE t.node_id END, updated = %s "
-                f"FROM {source[0]} WHERE t.id = v.id AND t.status = v.old_status "
-                f"AND t.updated = v.old_updated RETURNING t.id", [now, *source[1]])
-            return {row[0] for row in cursor.fetchall()}
-        else:
-            cursor.executemany(
-                f"UPDATE {task_t} SET status = %s, node_id = CASE WHEN %s THEN %s ELSE node_id END, "
-                f"updated = %s WHERE id = %s AND status = %s AND updated = %s "
-                f"AND (%s IS NULL OR EXISTS (SELECT 1 FROM {node_t} n WHERE n.id = %s))",
-                [(c.new_status, c.set_node, c.node_id, _dt(now), c.id, c.old_status, c.old_updated,
-                  c.node_id, c.node_id) for c in changes])
-        # The write lock is ours for the whole transaction: every row still matched.
-        return {c.id for c in changes}
+        # Locked target nodes stay until we commit: drop the binds to gone ones here rather
+        # than ask the UPDATE to look each node up again.
+        nodes = _lock_nodes(c.node_id for c in changes if c.node_id is not None)
+        rows = [(c.id, c.old_status, c.old_updated, c.new_status, c.node_id, c.set_node) for c in changes
+                if c.node_id is None or c.node_id in nodes]
+        if not rows:
+            return set()
+        source = _change_source(cursor, TASK_CHANGES, rows)
+        cursor.execute(
+            f"UPDATE {task_t} AS t SET status = v.new_status, "
+            f"node_id = CASE WHEN v.set_node THEN v.node_id ELSE t.node_id END, updated = %s "
+            f"FROM {source[0]} WHERE t.id = v.id AND t.status = v.old_status "
+            f"AND t.updated = v.old_updated RETURNING t.id", [now, *source[1]])
+        return {row[0] for row in cursor.fetchall()}
+
+
+def _orm_update(model: Any, changes: Sequence[Any], values: Any, now: datetime) -> set[int]:
+    """SQLite: one ORM `.update()` per distinct set of new values (ids in chunks); every row
+    applies, since the cycle holds the database's only write lock."""
+    groups: dict[str, tuple[dict, list[int]]] = {}
+    for change in changes:
+        fields = values(change)
+        key = json.dumps(fields, sort_keys=True, default=str)
+        groups.setdefault(key, (fields, []))[1].append(change.id)
+    for fields, ids in groups.values():
+        for chunk in _chunks(ids):
+            model.objects.filter(id__in=chunk).update(**fields, updated=now)
+    return {c.id for c in changes}
 
 
 @dataclass(slots=True)
@@ -169,25 +172,21 @@ def update_jobs(changes: Sequence[JobChange], now: datetime) -> set[int]:
     """Apply job phase/reason changes; returns the ids that applied (a cancelled job keeps its phase)."""
     if not changes:
         return set()
+    if not is_postgres():
+        return _orm_update(Job, changes, lambda c: {
+            "phase": c.phase, "reason_code": c.code, "reason_message": c.message, "reason_details": c.details,
+            "reason_since": c.since}, now)
     job_t = Job._meta.db_table
     with connection.cursor() as cursor:
-        if is_postgres():
-            rows = [(c.id, c.old_phase, c.phase, c.code, c.message, json.dumps(c.details, sort_keys=True),
-                     c.since) for c in changes]
-            source = _change_source(cursor, JOB_CHANGES, rows)
-            cursor.execute(
-                f"UPDATE {job_t} AS j SET phase = v.phase, reason_code = v.code, reason_message = v.message, "
-                f"reason_details = v.details, reason_since = v.since, updated = %s "
-                f"FROM {source[0]} WHERE j.id = v.id AND j.phase = v.old_phase RETURNING j.id",
-                [now, *source[1]])
-            return {row[0] for row in cursor.fetchall()}
-        cursor.executemany(
-            f"UPDATE {job_t} SET phase = %s, reason_code = %s, reason_message = %s, reason_details = %s, "
-            f"reason_since = %s, updated = %s WHERE id = %s AND phase = %s",
-            [(c.phase, c.code, c.message, json.dumps(c.details, sort_keys=True), _dt(c.since), _dt(now),
-              c.id, c.old_phase) for c in changes])
-        # The write lock is ours for the whole transaction: every row still matched.
-        return {c.id for c in changes}
+        rows = [(c.id, c.old_phase, c.phase, c.code, c.message, json.dumps(c.details, sort_keys=True),
+                 c.since) for c in changes]
+        source = _change_source(cursor, JOB_CHANGES, rows)
+        cursor.execute(
+            f"UPDATE {job_t} AS j SET phase = v.phase, reason_code = v.code, reason_message = v.message, "
+            f"reason_details = v.details, reason_since = v.since, updated = %s "
+            f"FROM {source[0]} WHERE j.id = v.id AND j.phase = v.old_phase RETURNING j.id",
+            [now, *source[1]])
+        return {row[0] for row in cursor.fetchall()}
 
 
 def _chunks(ids: Sequence[int]) -> Iterable[Sequence[int]]:

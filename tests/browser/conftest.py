@@ -2,6 +2,8 @@
 
 Uses the system chromium (never downloads a browser). live_server makes the tests
 transactional; Playwright's sync API runs an event loop, hence DJANGO_ALLOW_ASYNC_UNSAFE.
+Pages run under the Content-Security-Policy (schedweb.core.csp), which forbids eval: give
+page.wait_for_function a function ("() => ..."), never a bare expression (Playwright would eval it).
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ def test_overview_nodes_and_my_queues_render(signed_in, live_server):
     assert page.inner_text("#cycle-health h2") == "Scheduling cycle"
     screenshot(page, "overview")
     page.goto(f"{live_server.url}/nodes/")
-    page.wait_for_function("document.getElementById('node-heatmap').data !== undefined")
+    page.wait_for_function("() => document.getElementById('node-heatmap').data !== undefined")
     heat = page.evaluate("document.getElementById('node-heatmap').data[0]")
     assert heat["y"] == ["CPU", "Memory", "GPU"]
     assert len(heat["x"]) == 21 and heat["x"][0] == "cpu-01"
@@ -46,7 +46,7 @@ def test_tree_expands_and_filters(signed_in, live_server):
 
 
 def _chart(page, div_id: str) -> dict:
-    page.wait_for_function(f"document.getElementById('{div_id}').data !== undefined")
+    page.wait_for_function(f"() => document.getElementById('{div_id}').data !== undefined")
     return page.evaluate(f"document.getElementById('{div_id}').data[0]")
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from scheduler_core.resources import (
@@ -22,8 +22,6 @@ names = st.sampled_from(["nvidia.com/gpu", "example.com/fpga", "x"])
 scalar_maps = st.dictionaries(names, values, max_size=3)
 resources = st.builds(Resource, values, values, scalar_maps)
 defaults = st.sampled_from([Zero, Infinity])
-settings.register_profile("core", max_examples=200, deadline=None)
-settings.load_profile("core")
 
 
 @given(resources, resources)

@@ -1,6 +1,10 @@
 """HTTP load against a real server: clients submitting (with Idempotency-Key retries), cancelling
 and reading. Every answer is classified; an accepted submission is remembered by its key and id so
 the tests can compare what the clients were told with what the database holds.
+
+With `poison=True` the load first stores one poison job straight through the ORM (issue 15: a
+task with no request and a malformed affinity, which once made every cycle fail); `cycle_health`
+then counts the cycles that ran and failed, before and after it, for the soak summary.
 """
 
 from __future__ import annotations
@@ -10,12 +14,16 @@ import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import datetime
 
 import requests
+from django.utils import timezone
 
 DB_DOWN_BODY = {"error": {"code": "database_unavailable", "fields": {},
                           "message": "The database is unavailable right now; please retry shortly."}}
 TIMEOUT = 30.0
+POISON_NAMESPACE = "poison"
+POISON_AFFINITY = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": "x"}}
 
 
 @dataclass
@@ -33,6 +41,7 @@ class LoadStats:
     replays: int = 0
     unresolved: list[tuple[str, dict]] = field(default_factory=list)  # keys never answered 201
     cancels: int = 0
+    poisoned_at: datetime | None = None  # when the poison job was stored (poison=True)
 
     def error(self, text: str) -> None:
         """Record one failure (kept short: the first 50 are enough to debug)."""
@@ -51,7 +60,7 @@ class LoadStats:
         """Counts for the soak summary."""
         return {"requests": self.requests, "statuses": {str(k): v for k, v in sorted(self.statuses.items())},
                 "connection_errors": self.connection_errors, "db_down_503": self.db_down_503,
-                "unexpected_503": self.unexpected_503,
+                "unexpected_503": self.unexpected_503, "server_errors": self.server_errors,
                 "accepted": len(self.accepted), "replays": self.replays, "cancels": self.cancels,
                 "errors": len(self.errors)}
 
@@ -157,10 +166,41 @@ def client_loop(client: Client, index: int, *, namespace: str, queue: str, until
             client.call("GET", rng.choice(["/queues/", "/nodes/", "/cycles/"]))
 
 
+def submit_poison_job(queue: str) -> int:
+    """Store the issue-15 poison job through the ORM, past the API's validation (as a bug, an
+    older version or a direct database write could have): one task, no resource request,
+    affinity `requiredDuringSchedulingIgnoredDuringExecution: "x"`. Returns its id."""
+    from schedweb.core.models import Job, Queue, Task
+
+    job = Job.objects.create(namespace=POISON_NAMESPACE, name="poison", min_member=1,
+                             queue=Queue.objects.get(name=queue))
+    Task.objects.create(job=job, name="poison-0", request={}, affinity=POISON_AFFINITY)
+    return job.id
+
+
+def cycle_health(since: datetime, poisoned_at: datetime | None = None) -> dict[str, int]:
+    """Cycles that ran (not skipped for another leader) since `since`, how many failed (an error
+    recorded), and how many of those started after the poison job was stored."""
+    from django.db import connections
+
+    from schedweb.scheduling.models import CycleRun
+
+    connections.close_all()  # a fresh connection: the old one may have died with a restart
+    ran = CycleRun.objects.filter(started__gt=since, skipped=False)
+    failed = ran.exclude(errors="")
+    after = failed.filter(started__gt=poisoned_at).count() if poisoned_at is not None else 0
+    return {"cycles_run": ran.count(), "cycles_failed": failed.count(), "cycles_failed_after_poison": after}
+
+
 def run_load(base_url: str, token: str, *, clients: int, seconds: float, namespace: str, queue: str,
-             allow_db_down: bool = False, seed: int = 7, stats: LoadStats | None = None) -> LoadStats:
-    """Run `clients` threads for `seconds`; then retry unresolved submissions (same keys) to the end."""
+             allow_db_down: bool = False, seed: int = 7, stats: LoadStats | None = None,
+             poison: bool = False) -> LoadStats:
+    """Run `clients` threads for `seconds` (after storing the poison job when `poison`); then retry
+    unresolved submissions (same keys) to the end."""
     stats = stats or LoadStats()
+    if poison:
+        submit_poison_job(queue)
+        stats.poisoned_at = timezone.now()
     until = time.monotonic() + seconds
     kwargs = {"namespace": namespace, "queue": queue, "until": until, "seed": seed}
     threads = [threading.Thread(target=client_loop, kwargs=kwargs, daemon=True,

@@ -8,8 +8,9 @@ import uuid
 import pytest
 import redis
 from django.conf import settings
+from django.core.cache.backends.locmem import LocMemCache
 
-from schedweb.core.cache_backend import ResilientRedisCache
+from schedweb.core.cache_backend import ResilientRedisCache, per_process_limit, shared_count
 
 
 def _unreachable() -> ResilientRedisCache:
@@ -84,3 +85,48 @@ def test_count_is_one_round_trip_and_expires_from_its_first_count():
     assert sent == {"incrby": 2, "expire": 2, "set": 0, "exists": 0}
     assert cache.down_until == 0.0
     server.delete(key)
+
+
+def test_sliding_count_pushes_the_expiry_back_in_memory_too():
+    cache = _unreachable()
+    assert cache.count("slide", 60, sliding=True) == 1
+    key = cache.fallback.make_key("slide")
+    cache.fallback._expire_info[key] -= 30  # as if 30 s had passed
+    before = cache.fallback._expire_info[key]
+    assert cache.count("slide", 60, sliding=True) == 2
+    assert cache.fallback._expire_info[key] - before == pytest.approx(30, abs=1)
+
+
+@pytest.mark.skipif(not settings.REDIS_URL, reason="needs REDIS_URL")
+def test_sliding_count_pushes_the_redis_expiry_back():
+    prefix = f"t{uuid.uuid4().hex}"
+    cache = ResilientRedisCache(settings.REDIS_URL, {"KEY_PREFIX": prefix})
+    server = redis.Redis.from_url(settings.REDIS_URL)
+    assert cache.count("slide", 60, sliding=True) == 1
+    (key,) = server.keys(f"{prefix}:*")
+    server.expire(key, 30)
+    assert cache.count("slide", 60, sliding=True) == 2
+    assert 58 <= server.ttl(key) <= 60
+    server.delete(key)
+
+
+def test_shared_count_says_when_a_count_stays_in_this_process():
+    down = _unreachable()
+    assert [shared_count(down, "n", 60) for _ in range(2)] == [(1, True), (2, True)]
+    local = LocMemCache(f"t{uuid.uuid4().hex}", {})
+    assert shared_count(local, "n", 60) == (1, False)  # a cache configured local is the whole deployment's
+
+
+@pytest.mark.skipif(not settings.REDIS_URL, reason="needs REDIS_URL")
+def test_shared_count_in_redis_is_shared():
+    cache = ResilientRedisCache(settings.REDIS_URL, {"KEY_PREFIX": f"t{uuid.uuid4().hex}"})
+    assert shared_count(cache, "n", 60) == (1, False)
+    cache.delete("n")
+
+
+@pytest.mark.parametrize(("limit", "local", "processes", "expected"), [
+    (5, False, 2, 5), (5, True, 2, 2), (20, True, 3, 6), (1, True, 4, 1), (5, True, 1, 5),
+])
+def test_per_process_limit(limit, local, processes, expected, settings):
+    settings.THROTTLE_PROCESSES = processes
+    assert per_process_limit(limit, local) == expected

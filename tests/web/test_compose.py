@@ -37,6 +37,17 @@ def test_app_commands(compose, service, expected):
     assert expected in _command(compose["services"][service])
 
 
+def test_the_scheduler_worker_consumes_the_cycle_queue_one_cycle_at_a_time(compose):
+    from django.conf import settings
+
+    command = compose["services"]["worker"]["command"]
+    queues = command[command.index("-Q") + 1].split(",")
+    assert settings.CELERY_TASK_ROUTES["schedweb.scheduling.cycle"]["queue"] in queues
+    assert "--pool=solo" in command and "--concurrency=1" in command
+    node = command[command.index("-n") + 1].split("@")[0]
+    assert f"-d {node}@$$HOSTNAME" in compose["services"]["worker"]["healthcheck"]["test"][1]
+
+
 def test_every_service_has_a_healthcheck(compose):
     for name, service in compose["services"].items():
         check = service["healthcheck"]["test"]

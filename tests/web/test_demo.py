@@ -1,4 +1,5 @@
-"""load_demo: the demo cluster has what the issue asks for, and a second run changes nothing."""
+"""load_demo: the demo cluster has what the issue asks for, and a second run changes nothing; the
+default configuration (hierarchical capacity) and the switch to Volcano's flat default."""
 
 from __future__ import annotations
 
@@ -7,10 +8,12 @@ import json
 from io import StringIO
 
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 
-from schedweb.core.demo import load_demo
+from scheduler_core.framework.conf import DEFAULT_CONF, DEFAULT_CONF_YAML, parse_conf
+from schedweb.core.demo import load_demo, task_duration
 from schedweb.core.models import Job, NamespaceQuota, Node, PriorityClass, Queue, SchedulerConfig, Task
+from schedweb.scheduling.default_conf import SCHEDWEB_DEFAULT_CONF_YAML, schedweb_default_conf
 
 MODELS = (PriorityClass, Queue, Node, NamespaceQuota, Job, Task, SchedulerConfig)
 VOLATILE = {"id", "created", "updated", "finished", "started", "usage_updated"}
@@ -47,11 +50,32 @@ def test_queue_tree_mixes_settings(demo):
     queues = list(Queue.objects.select_related("parent__parent"))
     assert max(depth(q) for q in queues) == 3 and len(queues) >= 8
     assert {q.weight for q in queues} == {1, 2, 3, 5}
-    assert Queue.objects.get(name="nlp").deserved == {"cpu": 96000.0, "memory": 768 * 2**30,
+    assert Queue.objects.get(name="nlp").deserved == {"cpu": 128000.0, "memory": 1024 * 2**30,
                                                       "nvidia.com/gpu": 24000.0}
     assert Queue.objects.exclude(guarantee=None).count() == 2
-    assert Queue.objects.exclude(capability=None).count() == 6
+    # Parents bound their subtree (hierarchical capacity): sandbox no longer repeats dev's limit.
+    assert sorted(Queue.objects.exclude(capability=None).values_list("name", flat=True)) == [
+        "dev", "etl", "nlp-eval", "research", "vision"]
     assert Queue.objects.get(name="legacy").state == "Closed"
+
+
+GIB = 2**30
+
+
+def test_deserved_at_every_level_within_parents(demo):
+    """Hierarchical capacity needs deserved everywhere: children's deserved sum within their
+    parent's, deserved within the capability, guarantee within the deserved (per dimension)."""
+    queues = {q.name: q for q in Queue.objects.all()}
+    assert all(q.deserved for q in queues.values())
+    for queue in queues.values():
+        kids = [k for k in queues.values() if k.parent_id == queue.pk]
+        for dim, value in queue.deserved.items():
+            assert sum(k.deserved.get(dim, 0) for k in kids) <= value, (queue.name, dim)
+        for limit, within in ((queue.deserved, queue.capability), (queue.guarantee, queue.deserved)):
+            for dim, value in (limit or {}).items():
+                assert value <= (within or {}).get(dim, value), (queue.name, dim)
+    assert queues["research"].deserved == {"cpu": 192000.0, "memory": 1536 * GIB, "nvidia.com/gpu": 40000.0}
+    assert queues["sandbox"].capability is None
 
 
 def test_nodes(demo):
@@ -88,9 +112,57 @@ def test_running_tasks_fit_their_nodes(demo):
     assert Task.objects.filter(status="Running", node=None).count() == 0
 
 
-def test_one_active_default_config(demo):
+def test_one_active_default_config_is_hierarchical_capacity(demo):
     config = SchedulerConfig.objects.get()
-    assert config.active and config.version == 1 and "proportion" in config.yaml
+    assert (config.active, config.version, config.yaml) == (True, 1, SCHEDWEB_DEFAULT_CONF_YAML)
+    assert parse_conf(config.yaml).plugin("capacity").enabled("enableHierarchy")
+    assert parse_conf(config.yaml).plugin("proportion") is None
+
+
+def test_default_conf_is_volcanos_tiers_with_capacity_for_proportion():
+    """Volcano's default (flat proportion) is unchanged; schedweb's swaps only that plugin."""
+    volcano, ours = DEFAULT_CONF.to_dict(), schedweb_default_conf().to_dict()
+    swapped = [p if p["name"] != "proportion" else {"name": "capacity", "enableHierarchy": True}
+               for p in volcano["tiers"][1]["plugins"]]
+    assert ours == {**volcano, "tiers": [volcano["tiers"][0], {"plugins": swapped}]}
+    assert [p.name for p in DEFAULT_CONF.tiers[1].plugins] == [
+        "overcommit", "drf", "predicates", "proportion", "nodeorder", "binpack"]
+
+
+def test_durations_vary_per_task(demo):
+    """Every job that can run has minutes-long tasks, a little longer per index."""
+    assert task_duration(40, 0) == 40.0 and task_duration(40, 3) == 52.0 and task_duration(40, 4) == 40.0
+    durations = dict(Task.objects.filter(job__name="eval-sweep-1").values_list("name", "duration"))
+    assert durations == {"eval-sweep-1-0": 40.0, "eval-sweep-1-1": 44.0, "eval-sweep-1-2": 48.0}
+    running = Task.objects.filter(status="Running")
+    assert running.filter(duration=None).count() == 0
+    assert set(running.filter(duration__lte=60).values_list("job__name", flat=True)) == {
+        "augment-preproc", "eval-sweep-1", "etl-orders"}
+    never = {"gpt-giant", "megabatch", "in-memory-join", "sandbox-overcap"}
+    waiting = Task.objects.filter(job__phase__in=("Pending", "Inqueue")).exclude(job__name__in=never)
+    assert waiting.filter(duration=None).count() == 0
+
+
+OURS = SCHEDWEB_DEFAULT_CONF_YAML
+
+
+@pytest.mark.parametrize(("args", "out", "yaml"), [
+    (["--activate", "volcano-default"], "activated volcano-default as version 2\n", DEFAULT_CONF_YAML),
+    (["--activate", "schedweb-default"], "activated schedweb-default as version 2\n", OURS),
+    ([], "active: version 1 (schedweb-default) schedweb's default: Volcano's tiers with hierarchical "
+         "capacity\n", OURS),
+])
+def test_scheduler_conf_switch(demo, args, out, yaml):
+    """Volcano's flat proportion default is one command away (and back)."""
+    stdout = StringIO()
+    call_command("scheduler_conf", *args, stdout=stdout)
+    assert stdout.getvalue() == out
+    assert SchedulerConfig.objects.get(active=True).yaml == yaml
+
+
+def test_scheduler_conf_refuses_unknown_names(demo):
+    with pytest.raises(CommandError, match="invalid choice: 'flat'"):
+        call_command("scheduler_conf", "--activate", "flat")
 
 
 def test_second_run_changes_nothing(demo):

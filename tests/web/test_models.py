@@ -86,7 +86,7 @@ def test_admin_add_queue_goes_through_service(admin_client_with_data):
                                                                    "state": "Open"})
     assert root.context["adminform"].form.errors == {
         "name": ['The name "root" is reserved for the implicit root queue.']}
-    assert sorted(Queue.objects.values_list("name", flat=True)) == ["leaf", "top"]
+    assert sorted(Queue.objects.values_list("name", flat=True)) == ["default", "leaf", "top"]
     good = admin_client_with_data.post("/admin/core/queue/add/", {
         "name": "q2", "weight": 2, "priority": 0, "state": "Open", "reclaimable": "on",
         "capability": '{"cpu": "500m", "memory": "1Gi"}'})

@@ -72,7 +72,7 @@ REJECTIONS: list[tuple[str, Callable[[dict], Any], str, str]] = [
     ("negative task request", submit(tasks=[task(request={"nvidia.com/gpu": "-1"})]),
      "tasks[0].request", "nvidia.com/gpu: quantity must not be negative, got '-1'."),
     ("fractional pods", lambda c: services.node_create(name="n2", allocatable={"cpu": "1", "pods": "1.5"}),
-     "allocatable", "pods: must be a whole number, got '1.5'."),
+     "allocatable", "pods: must be a whole number between 0 and 2147483647, got '1.5'."),
     ("weight 0 on create", lambda c: services.queue_create(name="q", weight=0),
      "weight", "Must be at least 1, got 0."),
     ("weight -3 on update", lambda c: services.queue_update(queue=c["mid"], weight=-3),

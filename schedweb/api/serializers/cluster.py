@@ -60,6 +60,9 @@ class PriorityClassSerializer(StrictSerializer):
     preemption_policy = serializers.ChoiceField(("PreemptLowerPriority", "Never"), required=False,
                                                 default="PreemptLowerPriority")
     description = serializers.CharField(required=False, allow_blank=True, default="")
+    global_default = serializers.BooleanField(
+        required=False, default=False,
+        help_text="Kubernetes' globalDefault: jobs submitted without a class get it (one class at most).")
 
 
 class NamespaceQuotaSerializer(StrictSerializer):

@@ -15,6 +15,14 @@ TASK_STATUSES = ("Pending", "Allocated", "Pipelined", "Binding", "Bound", "Runni
                  "Succeeded", "Failed")
 AGENT_STATUSES = ("Running", "Succeeded", "Failed")
 PREEMPTION_POLICIES = ("PreemptLowerPriority", "Never")
+# Job detail shows this many tasks (by id); the rest page through GET /api/v1/tasks/?job=<id>.
+JOB_DETAIL_TASKS = 100
+
+
+def _default_queue() -> str:
+    from schedweb.core.default_queue import default_queue_name
+
+    return default_queue_name()
 
 
 class TaskInputSerializer(StrictSerializer):
@@ -31,7 +39,10 @@ class TaskInputSerializer(StrictSerializer):
     node_selector = StringMapField(required=False, default=dict)
     tolerations = serializers.ListField(child=JSONObjectField(), required=False, default=list)
     affinity = JSONObjectField(required=False, allow_null=True, default=None)
-    duration = serializers.FloatField(required=False, allow_null=True, default=None, min_value=0)
+    topology_spread_constraints = serializers.ListField(child=JSONObjectField(), required=False,
+                                                        default=list)
+    # Shape only (a number); the bounds (finite, at most 366 days) are the service's.
+    duration = serializers.FloatField(required=False, allow_null=True, default=None)
 
 
 class JobSubmitSerializer(StrictSerializer):
@@ -40,15 +51,27 @@ class JobSubmitSerializer(StrictSerializer):
     namespace = serializers.RegexField(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63, error_messages={
         "invalid": "Must be a DNS label: lower-case letters, digits and '-'."})
     name = serializers.CharField(max_length=253)
-    queue = serializers.CharField()
+    # Absent: the default queue (settings.DEFAULT_QUEUE), as Volcano puts a job naming none in "default".
+    queue = serializers.CharField(required=False, default=_default_queue,
+                                  help_text="A leaf queue; absent = the default queue (DEFAULT_QUEUE).")
     min_member = serializers.IntegerField(required=False, default=1, min_value=0)
     min_task_member = serializers.DictField(child=serializers.IntegerField(min_value=0), required=False,
                                             default=dict)
     min_resources = ResourceField(required=False, allow_null=True, default=None)
     priority_class = serializers.CharField(required=False, allow_null=True, default=None)
     preemptable = serializers.BooleanField(required=False, default=True)
-    sla_waiting_time = serializers.FloatField(required=False, allow_null=True, default=None, min_value=0)
+    sla_waiting_time = serializers.FloatField(required=False, allow_null=True, default=None)
     tasks = TaskInputSerializer(many=True, allow_empty=False)
+
+    def to_internal_value(self, data):
+        """Refuse a job above settings.MAX_TASKS_PER_JOB before validating any of its tasks."""
+        from schedweb.core.job_services import max_tasks_per_job
+
+        tasks, limit = data.get("tasks") if isinstance(data, dict) else None, max_tasks_per_job()
+        if isinstance(tasks, list) and len(tasks) > limit:
+            raise serializers.ValidationError({"tasks": [
+                f"A job may have at most {limit} tasks (MAX_TASKS_PER_JOB), got {len(tasks)}."]})
+        return super().to_internal_value(data)
 
     def validate_tasks(self, tasks: list[dict]) -> list[dict]:
         """Task names are unique within the job."""
@@ -92,6 +115,7 @@ class TaskSerializer(serializers.Serializer):
     node_selector = serializers.JSONField(read_only=True)
     tolerations = serializers.JSONField(read_only=True)
     affinity = serializers.JSONField(read_only=True)
+    topology_spread_constraints = serializers.JSONField(read_only=True)
     duration = serializers.FloatField(read_only=True, allow_null=True)
     started = serializers.DateTimeField(read_only=True, allow_null=True)
     finished = serializers.DateTimeField(read_only=True, allow_null=True)
@@ -158,15 +182,49 @@ class JobSerializer(serializers.Serializer):
 
 
 class JobDetailSerializer(JobSerializer):
-    """A job with its tasks, the current reason's details and (when recorded) the reason history."""
+    """A job with the first page of its tasks (JOB_DETAIL_TASKS, by id; `tasks_total` counts all
+    and `tasks_next` pages on through the task list), the current reason's details and (when
+    recorded) the reason history."""
 
     tasks = serializers.SerializerMethodField()
+    tasks_total = serializers.SerializerMethodField()
+    tasks_url = serializers.SerializerMethodField()
+    tasks_next = serializers.SerializerMethodField()
     reason_details = serializers.JSONField()
     reason_history = serializers.SerializerMethodField()
 
+    def _page(self, obj) -> tuple[list, int]:
+        cached = getattr(obj, "_task_page", None)
+        if cached is None:
+            page = list(obj.tasks.select_related("node").order_by("id")[:JOB_DETAIL_TASKS + 1])
+            for task in page:
+                task.job = obj  # TaskSerializer reads the job's namespace
+            total = len(page) if len(page) <= JOB_DETAIL_TASKS else obj.tasks.count()
+            cached = obj._task_page = (page[:JOB_DETAIL_TASKS], total)
+        return cached
+
+    def _url(self, query: str) -> str:
+        path = f"/api/v1/tasks/?{query}"
+        request = self.context.get("request")
+        return request.build_absolute_uri(path) if request is not None else path
+
     def get_tasks(self, obj) -> list[dict]:
-        """The job's tasks (prefetched by the view)."""
-        return TaskSerializer(obj.tasks.all(), many=True, context=self.context).data
+        """The job's first JOB_DETAIL_TASKS tasks, by id."""
+        return TaskSerializer(self._page(obj)[0], many=True, context=self.context).data
+
+    def get_tasks_total(self, obj) -> int:
+        """How many tasks the job has."""
+        return self._page(obj)[1]
+
+    def get_tasks_url(self, obj) -> str:
+        """The paginated list of all the job's tasks."""
+        return self._url(f"job={obj.pk}")
+
+    def get_tasks_next(self, obj) -> str | None:
+        """The task list page after the tasks shown here, or None when all are shown."""
+        page, total = self._page(obj)
+        return self._url(f"job={obj.pk}&limit={JOB_DETAIL_TASKS}&offset={JOB_DETAIL_TASKS}") \
+            if total > len(page) else None
 
     def get_reason_history(self, obj) -> list[dict]:
         """The job's reason timeline (schedweb.scheduling's JobReasonHistory), newest first."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status, viewsets
 from rest_framework.decorators import action
@@ -9,6 +10,8 @@ from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.filters import OrderingFilter
 from rest_framework.response import Response
 
+from schedweb.api.exceptions import sanitize
+from schedweb.api.parsers import CONFIG_YAML_PARSERS
 from schedweb.api.permissions import ReadAnyWriteStaff
 from schedweb.api.selectors import namespace_used
 from schedweb.api.serializers.cluster import (
@@ -21,6 +24,8 @@ from schedweb.api.serializers.cluster import (
 from schedweb.api.views.base import validated
 from schedweb.core import services
 from schedweb.core.models import NamespaceQuota, PriorityClass, SchedulerConfig
+from schedweb.core.validation import check_text
+from schedweb.core.yaml_budget import check_yaml_budget
 
 
 class PriorityClassViewSet(viewsets.GenericViewSet):
@@ -107,6 +112,15 @@ class SchedulerConfigViewSet(viewsets.GenericViewSet):
     permission_classes = [ReadAnyWriteStaff]
     pagination_class = None
 
+    def get_parsers(self):
+        """The dry-run also takes the configuration as a YAML body (application/yaml, x-yaml,
+        text/yaml); JSON {"yaml": ...} everywhere. (Parsers are chosen before `self.action` is
+        set: the route's action map says which action this is.)"""
+        parsers = super().get_parsers()
+        if getattr(self, "action_map", {}).get("post") == "dry_run":
+            parsers = [parser() for parser in CONFIG_YAML_PARSERS] + parsers
+        return parsers
+
     def _active(self) -> SchedulerConfig:
         config = self.get_queryset().filter(active=True).first()
         if config is None:
@@ -130,20 +144,26 @@ class SchedulerConfigViewSet(viewsets.GenericViewSet):
                                                     created_by=request.user)
         return Response(self.get_serializer(self.get_queryset().get(pk=config.pk)).data)
 
-    @extend_schema(request=SchedulerConfigDryRunSerializer,
+    @extend_schema(request={"application/json": SchedulerConfigDryRunSerializer,
+                            "application/yaml": OpenApiTypes.STR},
                    responses={200: OpenApiResponse(description="What one session would change (no writes): "
                                                    "binds, pipelined, evictions, job_phase_changes, "
                                                    "reasons, queues (after) and queues_before.")})
     def dry_run(self, request):
-        """Run one session on the current state with the given (or the active) configuration."""
+        """Run one session on the current state with the given (or the active) configuration:
+        JSON {"yaml": ...} or the YAML itself (Content-Type application/yaml)."""
         from scheduler_core.framework.conf import ConfError
         from schedweb.scheduling.dry_run import dry_run
 
         data = validated(SchedulerConfigDryRunSerializer, request)
+        # The same text rules as an activation: no control characters or lone surrogates (a
+        # ConfError echoes the text, and the UTF-8 renderer cannot encode a lone surrogate).
+        check_text(data["yaml"], "yaml", multiline=True)
+        check_yaml_budget(data["yaml"], "yaml")
         try:
             return Response(dry_run(yaml=data["yaml"]))
         except ConfError as exc:
-            raise ValidationError({"yaml": [str(exc)]}) from None
+            raise ValidationError({"yaml": [sanitize(str(exc))]}) from None
 
     @extend_schema(responses={200: SchedulerConfigSerializer(many=True)})
     @action(detail=False, methods=["get"])

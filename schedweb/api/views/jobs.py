@@ -40,11 +40,9 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
 
     def get_queryset(self) -> QuerySet:
         """The view's rows with the relations its serializer reads."""
-        qs = Job.objects.select_related("queue", "priority_class", "submitted_by")
-        # Lists get their task counts per page (list below), not by a GROUP BY of every match.
-        if self.action == "retrieve":
-            qs = qs.prefetch_related("tasks__node")
-        return qs
+        # Lists get their task counts per page (list below), not by a GROUP BY of every match;
+        # the detail serializer reads one bounded page of tasks itself.
+        return Job.objects.select_related("queue", "priority_class", "submitted_by")
 
     def get_serializer_class(self):
         """Lists use the light serializer, other actions the detail one."""
@@ -66,23 +64,26 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         return self.paginator.get_paginated_response(self.get_serializer(page, many=True).data).data
 
     def _detail(self, job: Job, code: int = status.HTTP_200_OK, headers: dict | None = None) -> Response:
-        job = Job.objects.select_related("queue", "priority_class", "submitted_by").prefetch_related(
-            "tasks__node").get(pk=job.pk)
+        job = Job.objects.select_related("queue", "priority_class", "submitted_by").get(pk=job.pk)
         return Response(JobDetailSerializer(job, context=self.get_serializer_context()).data, status=code,
                         headers=headers)
 
     @extend_schema(
-        request=JobSubmitSerializer, responses={201: JobDetailSerializer},
+        request=JobSubmitSerializer,
+        responses={201: JobDetailSerializer, 409: OpenApiResponse(description=(
+            "idempotency_key_reused: the Idempotency-Key came before with a different body"))},
         parameters=[OpenApiParameter(IDEMPOTENCY_HEADER, str, OpenApiParameter.HEADER, description=(
-            "Retries with the same key return the first job (same status, header Idempotent-Replayed)."))],
+            "Retries with the same key and the same body return the first job (same status, header "
+            "Idempotent-Replayed); the same key with another body is a 409 idempotency_key_reused."))],
     )
     def create(self, request):
-        """Submit a PodGroup with all its tasks in one request."""
+        """Submit a PodGroup with all its tasks in one request (at most MAX_TASKS_PER_JOB tasks)."""
         key = (request.headers.get(IDEMPOTENCY_HEADER) or "").strip() or None
         if key is not None and len(key) > 255:
             raise serializers.ValidationError({IDEMPOTENCY_HEADER: ["At most 255 characters."]})
         data = validated(JobSubmitSerializer, request)
-        job, created = commands.job_submit(access=access(request), data=data, idempotency_key=key)
+        job, created = commands.job_submit(access=access(request), data=data, idempotency_key=key,
+                                           request_hash=commands.body_hash(request.data) if key else "")
         return self._detail(job, status.HTTP_201_CREATED,
                             headers=None if created else {"Idempotent-Replayed": "true"})
 

@@ -1,97 +1,77 @@
-"""Import and export of Volcano manifests (Queue, PodGroup + Pods, batch Job) as YAML."""
+"""Import (apply) and export of Volcano YAML: PriorityClass, Queue, PodGroup + Pods, batch Job."""
 
 from __future__ import annotations
 
-from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.db.models import Prefetch
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import serializers
-from rest_framework.parsers import JSONParser
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from schedweb.api import commands
-from schedweb.api.exceptions import django_validation_error_fields
-from schedweb.api.manifest_export import dump_documents, job_to_podgroup, job_to_vcjob, queue_to_manifest
-from schedweb.api.manifests import ManifestError, load_documents, split_documents
-from schedweb.api.parsers import YamlTextParser, YamlTextParserAlias, YamlTextParserText
+from schedweb.api.exceptions import error_body, sanitize
+from schedweb.api.manifest_export import (
+    QUEUE_JSON_FIELDS,
+    TASK_JSON_FIELDS,
+    ExportProblem,
+    dump_documents,
+    job_to_podgroup,
+    job_to_vcjob,
+    json_columns,
+    queue_to_manifest,
+)
+from schedweb.api.manifests_apply import ApplyConflict, apply_manifest
+from schedweb.api.manifests_priority import priority_class_to_manifest
+from schedweb.api.parsers import BoundedJSONParser, YamlTextParser, YamlTextParserAlias, YamlTextParserText
 from schedweb.api.serializers.cluster import ManifestImportSerializer
-from schedweb.api.serializers.jobs import JobSubmitSerializer
-from schedweb.api.serializers.queues import QueueWriteSerializer
 from schedweb.api.views.base import access
-from schedweb.core.models import Job, PriorityClass, Queue
+from schedweb.core.models import Job, PriorityClass, Queue, Task
 
-EXPORT_KINDS = ("Queue", "PodGroup", "Job")
+EXPORT_KINDS = ("PriorityClass", "Queue", "PodGroup", "Job")
+DEFAULT_EXPORT_KINDS = ["PriorityClass", "Queue", "Job"]
 FINISHED_PHASES = ("Completed", "Cancelled")
-
-
-def _validate(serializer_class, data: dict, path: str) -> dict:
-    serializer = serializer_class(data=data)
-    if not serializer.is_valid():
-        raise serializers.ValidationError({path: serializer.errors})
-    return dict(serializer.validated_data)
-
-
-def _prefixed(path: str, exc: ValidationError) -> serializers.ValidationError:
-    fields = django_validation_error_fields(exc)
-    return serializers.ValidationError({f"{path}.{k}": v for k, v in fields.items()})
 
 
 class ManifestImportView(APIView):
     """POST Volcano YAML (raw body, or JSON {"yaml": ...}); all documents or nothing is applied.
 
-    Existing queues are updated (like `kubectl apply`), jobs are created. `?dry_run=true` checks
-    everything and rolls back. Permissions are those of the equivalent JSON requests.
+    Like `kubectl apply`: each object is created, updated or unchanged (manifests_apply says what
+    may change; a change that is not allowed is a 409 naming its fields). `?dry_run=true` checks
+    everything, reports the same outcome with field diffs, and writes nothing. Permissions are
+    those of the equivalent JSON requests.
     """
 
-    parser_classes = [YamlTextParser, YamlTextParserAlias, YamlTextParserText, JSONParser]
+    parser_classes = [YamlTextParser, YamlTextParserAlias, YamlTextParserText, BoundedJSONParser]
 
     @extend_schema(
         request={"application/yaml": OpenApiTypes.STR, "application/json": ManifestImportSerializer},
-        parameters=[OpenApiParameter("dry_run", bool, description="Validate and roll back.")],
-        responses={200: OpenApiTypes.OBJECT},
+        parameters=[OpenApiParameter("dry_run", bool, description="What would change (diffs); no writes.")],
+        responses={200: OpenApiTypes.OBJECT,
+                   409: OpenApiResponse(description="A change the object does not allow (`conflict`, "
+                                                    "fields by manifest path).")},
     )
     def post(self, request):
-        """Apply the manifests; 400 names `documents[i].field` of the first bad document."""
+        """Apply the manifests; 400 names the manifest path (`documents[i].spec...`) of each bad field."""
         text = request.data
         if not isinstance(text, str):
             body = ManifestImportSerializer(data=text)
             body.is_valid(raise_exception=True)
             text = body.validated_data["yaml"]
         dry_run = request.query_params.get("dry_run", "").lower() in ("1", "true", "yes")
-        user_access = access(request)
-        result = {"dry_run": dry_run, "queues_created": [], "queues_updated": [], "jobs_created": []}
+        conflict: ApplyConflict | None = None
         with transaction.atomic():
             try:
-                docs = load_documents(text)
-                priority_classes = dict(PriorityClass.objects.values_list("name", "value"))
-                queues, jobs = split_documents(docs, priority_classes)
-            except ManifestError as exc:
-                raise serializers.ValidationError(django_validation_error_fields(exc)) from None
-            for data, path in queues:
-                existing = Queue.objects.filter(name=data["name"]).first()
-                try:
-                    if existing is None:
-                        valid = _validate(QueueWriteSerializer, data, path)
-                        commands.queue_create(access=user_access, data=valid)
-                        result["queues_created"].append(data["name"])
-                    else:
-                        valid = _validate(QueueWriteSerializer, data, path)
-                        commands.queue_update(access=user_access, queue=existing, data=valid)
-                        result["queues_updated"].append(data["name"])
-                except ValidationError as exc:
-                    raise _prefixed(path, exc) from None
-            for data, path in jobs:
-                valid = _validate(JobSubmitSerializer, data, path)
-                try:
-                    job, _ = commands.job_submit(access=user_access, data=valid)
-                except ValidationError as exc:
-                    raise _prefixed(path, exc) from None
-                result["jobs_created"].append(f"{job.namespace}/{job.name}")
+                result = apply_manifest(text, access=access(request), dry_run=dry_run)
+            except ApplyConflict as exc:
+                conflict = exc
+                transaction.set_rollback(True)
             if dry_run:
                 transaction.set_rollback(True)
+        if conflict is not None:
+            return Response(sanitize(error_body("conflict", conflict.message, conflict.fields)),
+                            status=status.HTTP_409_CONFLICT)
         return Response(result)
 
 
@@ -101,7 +81,7 @@ class ManifestExportView(APIView):
     @extend_schema(
         parameters=[
             OpenApiParameter("kind", str, many=True, enum=EXPORT_KINDS,
-                             description="Kinds to export (repeatable); default Queue and Job."),
+                             description="Kinds (repeatable); default PriorityClass, Queue and Job."),
             OpenApiParameter("queue", str, description="Only this queue's jobs (and the queue)."),
             OpenApiParameter("namespace", str, description="Only jobs of this namespace."),
             OpenApiParameter("finished", bool, description="Include Completed/Cancelled jobs."),
@@ -109,8 +89,8 @@ class ManifestExportView(APIView):
         responses={(200, "application/yaml"): OpenApiTypes.STR},
     )
     def get(self, request):
-        """Queues (parents first) then jobs, as PodGroup+Pods or batch Jobs."""
-        kinds = request.query_params.getlist("kind") or ["Queue", "Job"]
+        """Priority classes, queues (parents first), then jobs, as PodGroup+Pods or batch Jobs."""
+        kinds = request.query_params.getlist("kind") or DEFAULT_EXPORT_KINDS
         bad = sorted(set(kinds) - set(EXPORT_KINDS))
         if bad:
             raise serializers.ValidationError({"kind": [f"Unknown kind(s) {', '.join(bad)}; "
@@ -118,15 +98,21 @@ class ManifestExportView(APIView):
         if "PodGroup" in kinds and "Job" in kinds:
             raise serializers.ValidationError({"kind": ["Jobs export as PodGroup or as Job, not both."]})
         docs: list[dict] = []
+        skipped: list[str] = []
         queue_name = request.query_params.get("queue")
+        if "PriorityClass" in kinds:
+            docs.extend(priority_class_to_manifest(pc) for pc in PriorityClass.objects.order_by("name"))
         if "Queue" in kinds:
-            queues = list(Queue.objects.select_related("parent").order_by("name"))
+            queues = list(Queue.objects.select_related("parent").defer(*QUEUE_JSON_FIELDS).annotate(
+                **json_columns(QUEUE_JSON_FIELDS)).order_by("name"))
             if queue_name:
                 queues = [q for q in queues if q.name == queue_name]
-            docs.extend(queue_to_manifest(q) for q in _parents_first(queues))
+            for queue in _parents_first(queues):
+                _export(skipped, f"Queue {queue.name}", lambda q=queue: [queue_to_manifest(q)], docs)
         if "PodGroup" in kinds or "Job" in kinds:
-            jobs = Job.objects.select_related("queue", "priority_class").prefetch_related("tasks").order_by(
-                "namespace", "name")
+            tasks = Task.objects.defer(*TASK_JSON_FIELDS).annotate(**json_columns(TASK_JSON_FIELDS))
+            jobs = Job.objects.select_related("queue", "priority_class").prefetch_related(
+                Prefetch("tasks", queryset=tasks)).order_by("namespace", "name")
             if queue_name:
                 jobs = jobs.filter(queue__name=queue_name)
             if request.query_params.get("namespace"):
@@ -135,11 +121,24 @@ class ManifestExportView(APIView):
                 jobs = jobs.exclude(phase__in=FINISHED_PHASES)
             for job in jobs:
                 tasks = sorted(job.tasks.all(), key=lambda t: t.id)
-                if "Job" in kinds:
-                    docs.append(job_to_vcjob(job, tasks))
-                else:
-                    docs.extend(job_to_podgroup(job, tasks))
-        return HttpResponse(dump_documents(docs), content_type="application/yaml; charset=utf-8")
+                build = (lambda j=job, t=tasks: [job_to_vcjob(j, t)]) if "Job" in kinds else (
+                    lambda j=job, t=tasks: job_to_podgroup(j, t))
+                _export(skipped, f"Job {job.namespace}/{job.name}", build, docs)
+        # An object that cannot be written (stored data nested too deep) is left out with a comment
+        # naming it and why; every other object is exported.
+        head = "".join(f"# skipped {line}\n" for line in skipped)
+        response = HttpResponse(head + dump_documents(docs), content_type="application/yaml; charset=utf-8")
+        if skipped:
+            response["X-Export-Skipped"] = str(len(skipped))
+        return response
+
+
+def _export(skipped: list[str], label: str, build, docs: list[dict]) -> None:
+    """Append the documents `build()` returns, or note `label` in `skipped` with its problem."""
+    try:
+        docs.extend(build())
+    except ExportProblem as exc:
+        skipped.append(f"{label}: {exc}")
 
 
 def _parents_first(queues: list[Queue]) -> list[Queue]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import login_required
@@ -11,6 +10,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from schedweb.audit.display import diff_rows
 from schedweb.audit.models import AuditAction, AuditObjectType
 from schedweb.audit.selectors import entries_for
 
@@ -32,25 +32,10 @@ def audit_log(request: HttpRequest) -> HttpResponse:
         filters["action"] = ""
     entries = entries_for(request.user, **{k: v or None for k, v in filters.items()})
     page = Paginator(entries, PAGE_SIZE).get_page(request.GET.get("page"))
-    rows = [{"entry": e, "diff": _diff_rows(e.diff)} for e in page.object_list]
+    rows = [{"entry": e, "diff": diff_rows(e.object_type, e.diff)} for e in page.object_list]
     query = urlencode({k: v for k, v in filters.items() if v})  # kept by the pager links
     return render(request, "dashboard/audit.html", {
         "page": "audit", "rows": rows, "page_obj": page, "filters": filters, "query": query,
         "object_types": AuditObjectType.choices, "actions": AuditAction.choices,
         "may_see_all": request.user.is_staff or request.user.is_superuser,
     })
-
-
-def _shown(value: object) -> str:
-    # Strings as they are; numbers, maps and lists as JSON (what the API shows); absent as a dash.
-    if value is None:
-        return "—"
-    return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
-
-
-def _diff_rows(diff: object) -> list[tuple[str, str, str]]:
-    """(field, before, after) per changed field, by field name."""
-    if not isinstance(diff, dict):
-        return []
-    return [(field, _shown((change or {}).get("before")), _shown((change or {}).get("after")))
-            for field, change in sorted(diff.items())]

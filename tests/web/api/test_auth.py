@@ -1,4 +1,5 @@
-"""Authentication: 401 for anonymous, session login, API tokens (hashed, shown once, rotate, revoke)."""
+"""Authentication: 401 for anonymous, session login, API tokens (hashed, shown once, rotate, revoke),
+bad tokens throttled per address."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import hashlib
 from datetime import timedelta
 
 import pytest
+from django.core.cache import cache
+from django.core.management import call_command
 from django.utils import timezone
 from rest_framework.test import APIClient
 
@@ -77,3 +80,50 @@ def test_duplicate_active_token_name_is_400(make_user, client_for):
     response = client.post("/api/v1/tokens/", {"name": "x"}, format="json")
     assert response.status_code == 400
     assert response.json()["error"]["fields"] == {"name": ["You already have an active token named 'x'."]}
+
+
+@pytest.fixture
+def bad_token_rate(monkeypatch):
+    # DRF copies the rates into the throttle classes at import; patch them as DRF's own tests do.
+    from rest_framework.throttling import SimpleRateThrottle
+
+    monkeypatch.setattr(SimpleRateThrottle, "THROTTLE_RATES",
+                        {"user": "1000/minute", "anon": "1000/minute", "bad_token": "3/minute"})
+    cache.clear()
+    yield
+    cache.clear()
+
+
+def _get(key: str, ip: str = "10.1.0.1"):
+    return APIClient(REMOTE_ADDR=ip).get("/api/v1/queues/", HTTP_AUTHORIZATION=f"Token {key}")
+
+
+def test_bad_tokens_are_throttled_per_address(make_user, bad_token_rate):
+    _, key = token_create(user=make_user("alice"), name="agent")
+    # Unknown key, malformed header, revoked-looking key: each refusal counts.
+    assert _get("swt_unknown").status_code == 401
+    assert APIClient(REMOTE_ADDR="10.1.0.1").get(
+        "/api/v1/queues/", HTTP_AUTHORIZATION="Token a b").status_code == 401
+    assert _get("swt_other").status_code == 401
+    refused = _get("swt_unknown")
+    assert refused.status_code == 429
+    assert 1 <= int(refused["Retry-After"]) <= 60
+    assert refused.json()["error"]["code"] == "throttled"
+    assert refused.json()["error"]["message"].startswith("Too many requests with an invalid token.")
+    # A valid token from the same address is unaffected and not counted; other addresses are not limited.
+    assert [_get(key).status_code for _ in range(5)] == [200] * 5
+    assert _get("swt_unknown", ip="10.1.0.2").status_code == 401
+
+
+def test_throttle_reset_forgets_an_addresss_bad_tokens(db, bad_token_rate):
+    for _ in range(3):
+        _get("swt_unknown")
+    assert _get("swt_unknown").status_code == 429
+    call_command("throttle_reset", ip=["10.1.0.1"])
+    assert _get("swt_unknown").status_code == 401
+
+
+def test_anonymous_requests_are_not_counted_as_bad_tokens(db, bad_token_rate):
+    assert [APIClient(REMOTE_ADDR="10.1.0.1").get("/api/v1/queues/").status_code
+            for _ in range(5)] == [401] * 5
+    assert _get("swt_unknown").status_code == 401

@@ -25,7 +25,8 @@ def test_priority_classes(staff):
     created = staff.post("/api/v1/priority-classes/", {"name": "high", "value": 1000}, format="json")
     assert created.status_code == 201, created.content
     assert created.json() == {"id": created.json()["id"], "name": "high", "value": 1000,
-                              "preemption_policy": "PreemptLowerPriority", "description": ""}
+                              "preemption_policy": "PreemptLowerPriority", "description": "",
+                              "global_default": False}
     staff.post("/api/v1/priority-classes/", {"name": "low", "value": 10}, format="json")
     assert [p["name"] for p in staff.get("/api/v1/priority-classes/").json()["results"]] == ["high", "low"]
     duplicate = staff.post("/api/v1/priority-classes/", {"name": "high", "value": 1}, format="json")

@@ -76,7 +76,9 @@ def test_a_new_cycle_invalidates_the_tree(make_user, client_for):
     cycle_run()
     response = client.get(TREE)
     after = _leaf(response.json(), "team", "leaf")["figures"]
-    assert after["deserved"] == {"cpu": 2, "memory": 2 * 2**30}
+    # Hierarchical capacity (the shipped default): a queue without `deserved` deserves nothing
+    # and lives on its capability (the cluster), like Volcano's capacity plugin.
+    assert after["deserved"] == {"cpu": 0, "memory": 0}
     assert after["allocated"] == {"cpu": 2, "memory": 2 * 2**30}
     assert after["share"] == QueueSample.objects.get(queue="leaf").share
     assert response.json() == tree_body()  # what an uncached computation gives now
@@ -91,7 +93,7 @@ def test_a_queue_edit_invalidates_the_tree(staff):
     services.queue_set_state(queue=Queue.objects.get(name="team"), state="Closed")
     assert [_leaf(staff.get(TREE).json(), "team")[k] for k in ("weight", "state")] == [3, "Closed"]
     services.queue_create(name="extra")
-    assert [c["name"] for c in staff.get(TREE).json()["children"]] == ["extra", "team"]
+    assert [c["name"] for c in staff.get(TREE).json()["children"]] == ["default", "extra", "team"]
 
 
 def test_submissions_and_task_reports_invalidate_the_job_list(staff):
@@ -204,11 +206,11 @@ def test_shared_cache_down_still_answers_fresh_bodies(staff, monkeypatch):
     monkeypatch.setattr(api_cache, "cache", down)
     make_queue("q")
     first = staff.get(TREE)
-    assert first.status_code == 200 and [c["name"] for c in first.json()["children"]] == ["q"]
+    assert first.status_code == 200 and [c["name"] for c in first.json()["children"]] == ["default", "q"]
     assert down.down_until > 0  # Redis was tried, failed, and the process memory took over
     make_queue("r")
     second = staff.get(TREE)
-    assert [c["name"] for c in second.json()["children"]] == ["q", "r"]
+    assert [c["name"] for c in second.json()["children"]] == ["default", "q", "r"]
 
 
 def test_this_process_keeps_a_bounded_number_of_bytes(monkeypatch):

@@ -108,7 +108,8 @@ def test_tree_and_job_list_bodies(cluster, key, views_run):
     api.get(JOBS + "?phase=Pending")
     tree, jobs = api.get(TREE).json(), api.get(JOBS + "?phase=Pending").json()
     assert views_run == [TREE, JOBS]
-    assert [(c["name"], [g["name"] for g in c["children"]]) for c in tree["children"]] == [("team", ["leaf"])]
+    assert [(c["name"], [g["name"] for g in c["children"]]) for c in tree["children"]] == [
+        ("default", []), ("team", ["leaf"])]
     assert [(r["name"], r["task_count"], r["pending_count"]) for r in jobs["results"]] == [
         ("j2", 1, 1), ("j1", 2, 2)]
     assert jobs["count"] == 2
@@ -265,10 +266,10 @@ def test_a_new_queue_or_job_gives_the_new_body(cluster, key, views_run):
     api = client(HTTP_AUTHORIZATION=f"Token {key}")
     api.get(TREE)
     api.get(JOBS)
-    assert [c["name"] for c in api.get(TREE).json()["children"]] == ["team"]
+    assert [c["name"] for c in api.get(TREE).json()["children"]] == ["default", "team"]
     services.queue_create(name="extra")
-    assert [c["name"] for c in api.get(TREE).json()["children"]] == ["extra", "team"]
-    assert [c["name"] for c in api.get(TREE).json()["children"]] == ["extra", "team"]  # fast again
+    assert [c["name"] for c in api.get(TREE).json()["children"]] == ["default", "extra", "team"]
+    assert [c["name"] for c in api.get(TREE).json()["children"]] == ["default", "extra", "team"]  # fast again
     assert views_run == [TREE, JOBS, TREE]
     assert [r["name"] for r in api.get(JOBS).json()["results"]] == ["j2", "j1"]  # new version: view
     assert [r["name"] for r in api.get(JOBS).json()["results"]] == ["j2", "j1"]

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
+from schedweb.api import commands
 from schedweb.core import services
 from schedweb.core.models import Job, Task
 
@@ -86,7 +89,26 @@ def test_idempotency_key_returns_the_first_job(setup):
     assert again.json()["id"] == first.json()["id"]
     assert Job.objects.count() == 1
     reused = client.post("/api/v1/jobs/", job_body("leaf", "job2"), format="json", HTTP_IDEMPOTENCY_KEY="k-1")
-    assert reused.status_code == 400 and "Idempotency-Key" in reused.json()["error"]["fields"]
+    assert reused.status_code == 409
+    error = reused.json()["error"]
+    assert (error["code"], list(error["fields"])) == ("idempotency_key_reused", ["Idempotency-Key"])
+    assert Job.objects.count() == 1
+
+
+def test_idempotency_key_is_bound_to_the_body_not_its_spelling(setup):
+    """Key order and spacing do not change the body; any other change (even a default made
+    explicit) is another request: 409, and nothing stored."""
+    client = setup[0]
+    body = job_body("leaf")
+    first = client.post("/api/v1/jobs/", body, format="json", HTTP_IDEMPOTENCY_KEY="k-b")
+    reordered = json.dumps(dict(reversed(list(body.items()))), indent=2)
+    again = client.generic("POST", "/api/v1/jobs/", reordered, content_type="application/json",
+                           HTTP_IDEMPOTENCY_KEY="k-b")
+    assert (first.status_code, again.status_code, again["Idempotent-Replayed"]) == (201, 201, "true")
+    changed = client.post("/api/v1/jobs/", {**body, "preemptable": True}, format="json",
+                          HTTP_IDEMPOTENCY_KEY="k-b")
+    assert (changed.status_code, changed.json()["error"]["code"]) == (409, "idempotency_key_reused")
+    assert Job.objects.get().idempotency_hash == commands.body_hash(body)
 
 
 def test_idempotency_race_returns_the_winner(setup, monkeypatch):

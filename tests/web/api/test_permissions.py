@@ -102,7 +102,7 @@ def test_creating_top_level_queue_needs_staff(teams, client_for):
     ("admin_a", ["a1", "a2", "team-a"], ["a1", "a2"]),
     ("submitter_a", [], ["a1", "a2"]),
     ("other", [], []),
-    ("staff", ["a1", "a2", "b1", "team-a", "team-b"], ["a1", "a2", "b1"]),
+    ("staff", ["a1", "a2", "b1", "default", "team-a", "team-b"], ["a1", "a2", "b1", "default"]),
 ])
 def test_me_lists_effective_queue_rights(teams, client_for, role, admin_queues, submit_queues):
     users, _ = teams

@@ -80,8 +80,8 @@ def test_tree_has_hierarchy_and_figures(staff):
     make_job(a1, "wait", tasks=3, cpu="2", memory="1Gi")
     tree = staff.get("/api/v1/queues/tree/").json()
     assert tree["name"] == "root"
-    assert [q["name"] for q in tree["children"]] == ["team-a", "team-b"]
-    team_a_node = tree["children"][0]
+    assert [q["name"] for q in tree["children"]] == ["default", "team-a", "team-b"]
+    team_a_node = tree["children"][1]
     assert [c["name"] for c in team_a_node["children"]] == ["a1"]
     leaf = team_a_node["children"][0]["figures"]
     assert leaf == {"deserved": None, "allocated": {"cpu": 2, "memory": 2 * GI},
@@ -91,7 +91,7 @@ def test_tree_has_hierarchy_and_figures(staff):
     assert parent["allocated"] == {"cpu": 2, "memory": 2 * GI}
     assert parent["capability"] == {"cpu": 20} and parent["guarantee"] == {"cpu": 2}
     assert parent["pending_jobs"] == 1
-    assert tree["children"][1]["figures"]["allocated"] == {}
+    assert tree["children"][2]["figures"]["allocated"] == {}
 
 
 def test_tree_carries_the_latest_cycle_figures(make_user, client_for):
@@ -106,13 +106,15 @@ def test_tree_carries_the_latest_cycle_figures(make_user, client_for):
     client = client_for(make_user("reader", staff=True))
     assert client.post("/api/v1/jobs/", job_body("leaf", tasks=2), format="json").status_code == 201
     before = client.get("/api/v1/queues/tree/").json()
-    leaf_before = before["children"][0]["children"][0]
+    leaf_before = before["children"][1]["children"][0]
     assert leaf_before["name"] == "leaf"
     assert (leaf_before["figures"]["deserved"], leaf_before["figures"]["share"]) == (None, None)
     cycle_run()
     sample = QueueSample.objects.get(queue="leaf")
-    leaf = client.get("/api/v1/queues/tree/").json()["children"][0]["children"][0]["figures"]
-    # One queue with jobs under proportion: it deserves what it asks for (2 x 1 cpu, 2 x 1Gi).
-    assert leaf["deserved"] == {"cpu": 2, "memory": 2 * GI}
-    assert sample.deserved == {"cpu": 2000.0, "memory": 2.0 * GI}
+    leaf = client.get("/api/v1/queues/tree/").json()["children"][1]["children"][0]["figures"]
+    # Hierarchical capacity (the shipped default): a queue without `deserved` deserves nothing
+    # and runs on its capability (the cluster); the tree shows the cycle's own figures.
+    assert leaf["deserved"] == {"cpu": 0, "memory": 0}
+    assert sample.deserved == {"cpu": 0.0, "memory": 0.0}
+    assert leaf["allocated"] == {"cpu": 2, "memory": 2 * GI}
     assert leaf["share"] == sample.share

@@ -59,3 +59,12 @@ def test_schema_states_what_input_checks_enforce(make_user, client_for):
     assert components["JobSubmit"]["properties"]["namespace"]["pattern"] == "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
     # Response-only components are left open (clients must tolerate new fields).
     assert "additionalProperties" not in components["Job"]
+
+
+def test_schema_states_the_input_limits(make_user, client_for):
+    schemas = yaml.safe_load(client_for(make_user("u")).get("/api/schema/").content)["components"]["schemas"]
+    assert schemas["JobSubmit"]["properties"]["tasks"]["maxItems"] == 10_000
+    for component, prop in (("JobSubmit", "sla_waiting_time"), ("TaskInput", "duration")):
+        field = schemas[component]["properties"][prop]
+        assert (field["minimum"], field["maximum"]) == (0, 366 * 86400)
+    assert "topology_spread_constraints" in schemas["TaskInput"]["properties"]

@@ -1,4 +1,5 @@
-"""schedweb.api.throttling: fixed-window counters with DRF's rates, scopes and 429 envelope."""
+"""schedweb.api.throttling: fixed-window counters with DRF's rates, scopes and 429 envelope; a
+process's share of each rate while Redis is down; bad tokens counted per address."""
 
 from __future__ import annotations
 
@@ -86,3 +87,33 @@ def test_the_counter_is_one_small_cache_entry(db, rates):
         throttle.allow_request(_user_request(user), None)
     window = int(throttle.now // throttle.duration)
     assert cache.get(f"{throttle.get_cache_key(_user_request(user), None)}:w{window}") == 3
+
+
+def test_redis_down_each_process_counts_against_its_share(db, rates, settings):
+    # The per-process fallback must not multiply a rate by the number of web processes.
+    settings.CACHES = {"default": {"BACKEND": "schedweb.core.cache_backend.ResilientRedisCache",
+                                   "LOCATION": "redis://127.0.0.1:9/0", "KEY_PREFIX": "down"}}
+    settings.THROTTLE_PROCESSES = 3
+    user = get_user_model().objects.create_user("erin")
+    clock = Clock(6_000_000.0)
+    seen = []
+    for _ in range(3):  # the user rate is 3/minute: 3 // 3 = 1 per process while Redis is down
+        throttle = UserRateThrottle()
+        throttle.timer = clock
+        seen.append(throttle.allow_request(_user_request(user), None))
+    assert seen == [True, False, False]
+    assert throttle.cache.local
+    throttle.cache.clear()
+
+
+def test_bad_token_throttle_counts_per_address(db, monkeypatch):
+    from schedweb.api.throttling import BadTokenThrottle, bad_token_wait
+
+    monkeypatch.setattr(drf_throttling.SimpleRateThrottle, "THROTTLE_RATES", {"bad_token": "2/minute"})
+    cache.clear()
+    request = _anon_request("10.0.0.3")
+    assert [bad_token_wait(request) is None for _ in range(3)] == [True, True, False]
+    assert bad_token_wait(_anon_request("10.0.0.4")) is None
+    monkeypatch.setattr(drf_throttling.SimpleRateThrottle, "THROTTLE_RATES", {})
+    assert BadTokenThrottle().get_rate() == "30/minute"  # the default when settings name none
+    cache.clear()

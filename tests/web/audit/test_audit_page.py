@@ -71,5 +71,10 @@ def test_filters_and_bad_filter_values(teams):
     assert _rows(_page(staff, "?action=set_state")) == [("Set State", "b1")]
     assert [o for _, o in _rows(_page(staff, "?queue=team-b"))] == ["b1", "b1", "team-b"]
     # Unknown kinds and actions are ignored (the whole log), never an error.
-    assert len(_rows(_page(staff, "?object_type=nope&action=%00"))) == len(_rows(_page(staff)))
+    assert len(_rows(_page(staff, "?object_type=nope&action=bogus"))) == len(_rows(_page(staff)))
+    # A NUL byte in a query is refused at the door (request_guard), never a 500.
+    client = Client()
+    client.force_login(staff)
+    for query in ("?action=%00", "?queue=%00"):
+        assert client.get("/audit/" + query).status_code == 400
     assert "match these filters" in _page(staff, "?actor=nobody")

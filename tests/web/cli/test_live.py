@@ -14,7 +14,7 @@ import yaml
 
 from schedweb.cli import render
 from schedweb.core import services
-from schedweb.core.models import Job, Node
+from schedweb.core.models import Job, Node, Queue
 from schedweb.scheduling.cycle import cycle_run
 from tests.web.cli.support import Run
 
@@ -75,6 +75,9 @@ spec:
 @pytest.fixture
 def cluster(server):
     """Queues q and spare, nodes n0 and n1 (4 cpu, 8Gi) and a cordoned, tainted gpu-0."""
+    # The migrations' default queue holds id 1, which reset_sequences hands out again: drop it
+    # (the ORM, not the service, which protects it); a job naming no queue re-creates it.
+    Queue.objects.filter(name="default").delete()
     services.scheduler_config_activate(yaml=SIMPLE_CONF)
     services.queue_create(name="q", weight=2)
     services.queue_create(name="spare", capability={"cpu": "8", "memory": "16Gi"}, reclaimable=False)
@@ -116,9 +119,9 @@ def test_submit_why_cancel(cluster, tmp_path):
         "Queue:    q",
         "Phase:    Inqueue",
         "Tasks:    1 Pending; min member 1",
-        "Reason:   NodeFit",
-        "Message:  0/3 nodes are unavailable: 2 node(s) didn't match Pod's node affinity/selector, "
-        "1 node(s) were unschedulable.",
+        "Reason:   NeverFits",
+        "Message:  a main task can run on no node: 0/3 nodes match its selector, affinity and "
+        "tolerations (2 node(s) didn't match Pod's node affinity/selector, 1 node(s) were unschedulable)",
         "Since:    2026-11-24T12:00:00Z",
         "",
         "Queue chain (top level to the job's queue, newest cycle):",
@@ -286,7 +289,7 @@ def test_api_errors(cluster, tmp_path):
     bad = _file(tmp_path, "bad.yaml", "apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\n"
                                       "metadata: {name: x}\nspec:\n  weight: 0\n")
     assert run("job", "submit", "-f", bad) == Run(
-        1, "", f"schedctl: 400 invalid: documents[0].weight: Weight must be at least 1. ({bad}:5)\n")
+        1, "", f"schedctl: 400 invalid: documents[0].spec.weight: Weight must be at least 1. ({bad}:5)\n")
     body = _file(tmp_path, "job.json", json.dumps({"namespace": "ml", "name": "solo", "queue": "q", "tasks": [
         {"name": "solo-0", "request": {"cpu": "lots"}}]}, indent=2))
     result = run("job", "submit", "-f", body)

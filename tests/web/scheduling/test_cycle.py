@@ -36,20 +36,22 @@ def test_gang_binds_and_cycle_figures():
 
 
 def test_gang_that_cannot_fit_waits_with_one_history_span():
+    # 3 x 2.5 cpu on two 4-cpu nodes: one task per node at most, so never (GangExceedsCluster).
     make_cluster(nodes=2, cpu="4")
     submit("big", tasks=3, cpu="2500m")
     t0 = timezone.now()
     first = cycle_run(now=t0)
     job = Job.objects.get(name="big")
     assert (first.binds, first.pending_jobs) == (0, 1)
-    assert job.reason_code == "GangUnschedulable"
+    assert job.reason_code == "NeverFits"
+    assert job.reason_details["kind"] == "GangExceedsCluster"
     assert job.reason_since == t0
     assert set(statuses("big").values()) == {("Pending", None)}
     cycle_run(now=t0 + timedelta(seconds=2))
     job.refresh_from_db()
     assert job.reason_since == t0
     spans = list(JobReasonHistory.objects.values_list("code", "first_seen", "last_seen", "current"))
-    assert spans == [("GangUnschedulable", t0, t0 + timedelta(seconds=2), True)]
+    assert spans == [("NeverFits", t0, t0 + timedelta(seconds=2), True)]
 
 
 def test_reason_cleared_and_span_closed_once_bound():

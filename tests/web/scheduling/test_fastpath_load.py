@@ -97,7 +97,8 @@ def reference_load(now: datetime) -> tuple[ClusterSnapshot, dict, dict, dict]:
             preemption_policy=t.preemption_policy, preemptable=t.preemptable,
             node_selector=t.node_selector or {}, tolerations=t.tolerations or [], affinity=t.affinity,
             labels=t.labels or {}, created=t.created.timestamp(), duration=t.duration,
-            nominated_node=nominated))
+            topology_spread_constraints=t.topology_spread_constraints or [],
+            started=t.started.timestamp() if t.started else None, nominated_node=nominated))
         task_rows[tasks[-1].uid] = (t.id, t.status, t.updated)
         if status in OCCUPYING_STATUSES:
             used.setdefault(job.namespace, Resource.empty()).add(tasks[-1].resreq)
@@ -129,7 +130,7 @@ def dump(value: Any, key: str = "") -> Any:
         return [(k, dump(v, k)) for k, v in value.items()]  # order matters too
     if isinstance(value, list | tuple):
         return [dump(v, key) for v in value]
-    if SQLITE and key == "created" and isinstance(value, float):
+    if SQLITE and key in ("created", "started") and isinstance(value, float):
         return round(value, 3)
     return (type(value).__name__, value)
 
@@ -173,7 +174,10 @@ def make_rows() -> None:
     task(j1, "j1-b", "Pending", role="worker")
     task(j1, "j1-a", "Pending", role="worker")
     j2 = job("j2", "Running", preemptable=False)
-    task(j2, "j2-run", "Running", n0)
+    task(j2, "j2-run", "Running", n0, started=T0 + timedelta(seconds=3, microseconds=250_000),
+         topology_spread_constraints=[{"maxSkew": 1, "topologyKey": "zone",
+                                       "whenUnsatisfiable": "DoNotSchedule",
+                                       "labelSelector": {"matchLabels": {"app": "x"}}}])
     task(j2, "j2-bind", "Binding", n1)
     task(j2, "j2-pipe", "Pipelined", n2)
     task(j2, "j2-done", "Succeeded", n0)

@@ -60,7 +60,8 @@ def test_a_200_deep_queue_chain_works_and_reads_back(staff):
         parent = services.queue_create(name=f"level-{depth}", parent=parent)
     assert staff.get("/api/v1/queues/level-199/").json()["parent"] == "level-198"
     tree = staff.get("/api/v1/queues/tree/").json()
-    depth, node = 0, tree
+    (node,) = [c for c in tree["children"] if c["name"] == "level-0"]  # beside the default queue
+    depth = 1
     while node["children"]:
         (node,) = node["children"]
         depth += 1
@@ -134,7 +135,7 @@ def _job_with(**task_extra) -> dict:
     ("post", "/api/v1/jobs/", _job_with(affinity={"\udfff": {}}), "tasks[0]"),
     ("post", "/api/v1/manifests/import/", {"yaml": "apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\n"
                                                    "metadata: {name: q, annotations: {a: \"\\0\"}}\n"},
-     "documents[0].annotations"),
+     "documents[0].metadata.annotations"),
 ])
 def test_unstorable_text_is_refused_with_a_field_error(staff, method, path, body, field):
     services.queue_create(name="leaf")
@@ -146,19 +147,24 @@ def test_unstorable_text_is_refused_with_a_field_error(staff, method, path, body
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("call,field", [
-    (lambda bad: services.queue_create(name="q", annotations={"a": [bad]}), "annotations"),
-    (lambda bad: services.queue_create(name="q", deserved={f"gpu{bad}": 1}), "deserved"),
+@pytest.mark.parametrize("call,field,prefix", [
+    (lambda bad: services.queue_create(name="q", annotations={"a": [bad]}), "annotations.a[0]", ""),
+    (lambda bad: services.queue_create(name="q", deserved={f"gpu{bad}": 1}), "deserved",
+     "Bad resource name: "),
     (lambda bad: services.node_create(name="n", allocatable={"cpu": "1"},
-                                      taints=[{"key": f"k{bad}", "effect": "NoSchedule"}]), "taints"),
-    (lambda bad: services.node_create(name="n", allocatable={"cpu": "1"}, labels={f"a{bad}": "b"}), "labels"),
+                                      taints=[{"key": f"k{bad}", "effect": "NoSchedule"}]),
+     "taints[0].key", ""),
+    (lambda bad: services.node_create(name="n", allocatable={"cpu": "1"}, labels={f"a{bad}": "b"}),
+     "labels", ""),
     (lambda bad: services.job_submit(namespace="ns1", name="j", queue="leaf",
-                                     tasks=[{"name": "t", "labels": {"a": bad}}]), "tasks[0]"),
+                                     tasks=[{"name": "t", "labels": {"a": bad}}]), "tasks[0].labels.a", ""),
 ])
-@pytest.mark.parametrize("bad,message", [("\x00", "Null characters are not allowed."),
-                                         ("\ud800", "Surrogate characters are not allowed.")])
-def test_services_refuse_unstorable_text_for_every_caller(call, field, bad, message):
+@pytest.mark.parametrize("bad,message", [("\x00", "null characters are not allowed"),
+                                         ("\ud800", "unpaired surrogate U+D800 is not allowed"),
+                                         ("\x07", "control character U+0007 is not allowed")])
+def test_services_refuse_unstorable_text_for_every_caller(call, field, prefix, bad, message):
+    """The path names the element; a bad key is reported on its map (the path stays printable)."""
     services.queue_create(name="leaf")
     with pytest.raises(ValidationError) as err:
         call(bad)
-    assert err.value.message_dict == {field: [message]}
+    assert err.value.message_dict == {field: [prefix + message]}
