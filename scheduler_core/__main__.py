@@ -84,9 +84,18 @@ def summary(scenario: Scenario, out: dict[str, Any], phases_before: dict[str, st
     section("Queues", queue_rows)
     section("Reasons", reason_rows(out.get("reasons", {})))
     section("Warnings", list(out.get("warnings", [])))
-    timing = out.get("timing", {})
-    lines.append("Timing: " + ", ".join(f"{k.removesuffix('_s')} {v:.4f}s" for k, v in timing.items()))
+    lines.append("Timing: " + timing_line(out.get("timing", {})))
     return "\n".join(lines)
+
+
+def timing_line(timing: dict[str, float]) -> str:
+    """Session, parse, screen and per-action seconds; the plugins' open/close seconds summed into
+    one `plugins` entry (the full per-plugin breakdown is in --json)."""
+    plugins = sum(v for k, v in timing.items() if k.startswith("plugin_"))
+    parts = [f"{k.removesuffix('_s')} {v:.4f}s" for k, v in timing.items() if not k.startswith("plugin_")]
+    if plugins:
+        parts.append(f"plugins {plugins:.4f}s")
+    return ", ".join(parts)
 
 
 def simulate(path: str, mode: str, stdout: TextIO, stderr: TextIO, with_forecast: bool = False,
