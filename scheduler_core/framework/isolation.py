@@ -77,8 +77,6 @@ def _task_problem(task: TaskInfo) -> JobError | None:
 
     try:
         problem = task_shape_problem(task)
-        if problem is None:
-            task.sched_key  # noqa: B018 - the key must be computable (deep nesting fails here)
     except Exception as exc:  # the checker itself must not stop the session
         return error_of(exc, "screen")
     return error_of(problem, "screen") if problem is not None else None
@@ -93,15 +91,33 @@ def _spec_id(task: TaskInfo) -> tuple:
             tuple(req.scalars.items()) if req.scalars else (), task.duration)
 
 
+def _same_spec(a: TaskInfo, b: TaskInfo) -> bool:
+    """b shares a's spec objects and amounts (the common case: consecutive tasks of one job)."""
+    ra, rb = a.resreq, b.resreq
+    return (a.affinity is b.affinity and a.labels is b.labels and a.node_selector is b.node_selector
+            and a.tolerations is b.tolerations
+            and a.topology_spread_constraints is b.topology_spread_constraints
+            and ra.milli_cpu == rb.milli_cpu and ra.memory == rb.memory and ra.scalars == rb.scalars
+            and a.duration == b.duration)
+
+
 def screen(snapshot: ClusterSnapshot) -> dict[str, JobError]:
-    """Set aside every job with a malformed unfinished task; returns what was set aside now."""
+    """Set aside every job with a malformed unfinished task; returns what was set aside now.
+
+    The shape checks bound every structure (depth, sizes), so a task that passes them is safe for
+    the plugins (its sched_key included). Each combination of spec objects is checked once.
+    """
     found: dict[str, JobError] = {}
     checked: dict[tuple[int, ...], JobError | None] = {}
     for uid, job in snapshot.jobs.items():
         if uid in snapshot.set_aside:
             continue
+        prev: TaskInfo | None = None
         for task in job.tasks.values():
             if task._screened or task.status in (TaskStatus.SUCCEEDED, TaskStatus.FAILED):
+                continue
+            if prev is not None and _same_spec(prev, task):
+                task._screened = True  # prev passed (a failure ends the job's loop)
                 continue
             key = _spec_id(task)
             if key in checked:
@@ -112,6 +128,7 @@ def screen(snapshot: ClusterSnapshot) -> dict[str, JobError]:
                 found[uid] = problem
                 break
             task._screened = True
+            prev = task
     for uid, problem in found.items():
         set_aside(snapshot, uid, problem)
     return found
