@@ -92,13 +92,14 @@ def _spec_id(task: TaskInfo) -> tuple:
 
 
 def _same_spec(a: TaskInfo, b: TaskInfo) -> bool:
-    """b shares a's spec objects and amounts (the common case: consecutive tasks of one job)."""
+    """b's spec equals a's (the common case: consecutive tasks of one job). Equality, not
+    identity: loaders that give each task its own (equal) dicts are screened as cheaply."""
     ra, rb = a.resreq, b.resreq
-    return (a.affinity is b.affinity and a.labels is b.labels and a.node_selector is b.node_selector
-            and a.tolerations is b.tolerations
-            and a.topology_spread_constraints is b.topology_spread_constraints
-            and ra.milli_cpu == rb.milli_cpu and ra.memory == rb.memory and ra.scalars == rb.scalars
-            and a.duration == b.duration)
+    return (ra.milli_cpu == rb.milli_cpu and ra.memory == rb.memory and a.duration == b.duration
+            and a.labels == b.labels and a.node_selector == b.node_selector
+            and a.tolerations == b.tolerations and a.affinity == b.affinity
+            and a.topology_spread_constraints == b.topology_spread_constraints
+            and ra.scalars == rb.scalars)
 
 
 def screen(snapshot: ClusterSnapshot) -> dict[str, JobError]:
