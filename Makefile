@@ -37,12 +37,16 @@ lint: venv
 # Benchmarks (not part of `make test`): in-memory sessions, the full cycle on PostgreSQL (own
 # database BENCH_DATABASE_URL), API latency with cycles running. Tables on stdout, JSON in var/bench/.
 BENCH_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/schedweb_bench
+# Production-like API bench: the shared cache (prebuilt bodies, claims) lives in Redis.
+BENCH_REDIS_URL ?= redis://127.0.0.1:6379/11
 bench: services venv
 	@command -v wrk >/dev/null || { echo "bench: wrk (the API load) missing: apt-get install -y wrk"; \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y wrk || echo "bench: no wrk: Python clients load the API"; }
 	$(PY) -m scheduler_core.bench.session_bench
 	BENCH_DATABASE_URL=$(BENCH_DATABASE_URL) $(PY) -m schedweb.bench.db_bench
-	BENCH_DATABASE_URL=$(BENCH_DATABASE_URL) $(PY) -m schedweb.bench.api_bench
+	BENCH_DATABASE_URL=$(BENCH_DATABASE_URL) BENCH_REDIS_URL=$(BENCH_REDIS_URL) $(PY) -m schedweb.bench.api_bench
+	BENCH_DATABASE_URL=$(BENCH_DATABASE_URL) $(PY) -m schedweb.bench.submit_bench
+	BENCH_DATABASE_URL=$(BENCH_DATABASE_URL) $(PY) -m schedweb.bench.forecast_bench
 
 # Soak (minutes, not part of `make test`): the soak-marked fault/load tests of tests/reliability
 # (kill -9 of the worker, PostgreSQL restarts, a Redis outage, two beats, 64 clients), then, at

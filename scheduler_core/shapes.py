@@ -246,6 +246,15 @@ def check_label_selector(value: Any, path: str) -> dict | None:
     return value
 
 
+def _weighted_terms(items: Any, path: str, term_key: str, check_term: Callable[[Any, str], Any]) -> None:
+    """A `preferred...` list: items {weight: 1-100, <term_key>: a term `check_term` checks}."""
+    for i, item in enumerate(_list(items, path)):
+        where = join(path, i)
+        _keys(_map(item, where), where, ("weight", term_key), ("weight", term_key))
+        _int(item["weight"], join(where, "weight"), 1, 100)
+        check_term(item[term_key], join(where, term_key))
+
+
 def _node_affinity(value: Any, path: str) -> None:
     req_key, pref_key = REQUIRED, PREFERRED
     _keys(_map(value, path), path, (req_key, pref_key))
@@ -256,12 +265,7 @@ def _node_affinity(value: Any, path: str) -> None:
         for i, term in enumerate(_list(value[req_key]["nodeSelectorTerms"], tpath, non_empty=True)):
             _node_selector_term(term, join(tpath, i))
     if value.get(pref_key) is not None:
-        ppath = join(path, pref_key)
-        for i, item in enumerate(_list(value[pref_key], ppath)):
-            where = join(ppath, i)
-            _keys(_map(item, where), where, ("weight", "preference"), ("weight", "preference"))
-            _int(item["weight"], join(where, "weight"), 1, 100)
-            _node_selector_term(item["preference"], join(where, "preference"))
+        _weighted_terms(value[pref_key], join(path, pref_key), "preference", _node_selector_term)
 
 
 def _pod_affinity_term(term: Any, path: str) -> None:
@@ -287,12 +291,7 @@ def _pod_affinity(value: Any, path: str) -> None:
         for i, term in enumerate(_list(value[req_key], rpath)):
             _pod_affinity_term(term, join(rpath, i))
     if value.get(pref_key) is not None:
-        ppath = join(path, pref_key)
-        for i, item in enumerate(_list(value[pref_key], ppath)):
-            where = join(ppath, i)
-            _keys(_map(item, where), where, ("weight", "podAffinityTerm"), ("weight", "podAffinityTerm"))
-            _int(item["weight"], join(where, "weight"), 1, 100)
-            _pod_affinity_term(item["podAffinityTerm"], join(where, "podAffinityTerm"))
+        _weighted_terms(value[pref_key], join(path, pref_key), "podAffinityTerm", _pod_affinity_term)
 
 
 def check_affinity(value: Any, path: str) -> dict | None:

@@ -1,13 +1,10 @@
 """Django settings, all from the environment (see README "Configuration").
 
-Extension points: append an app to PROJECT_APPS (apps of the project that exist on disk are
-installed automatically, so a new app under schedweb/ only needs its apps.py), and add its URLs
-in schedweb/urls.py.
+Extension points: append a new app to PROJECT_APPS and add its URLs in schedweb/urls.py.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 from pathlib import Path
@@ -69,14 +66,21 @@ DEMO_ARRIVALS = env_bool("DEMO_ARRIVALS")
 # Scheduler: the cycle process keeps its snapshot between cycles and applies only what changed
 # (PostgreSQL; schedweb.scheduling.incremental); a full load every this many cycles regardless.
 SCHEDULER_FULL_RELOAD_EVERY = int(os.environ.get("SCHEDULER_FULL_RELOAD_EVERY", "100"))
+# Forecast (schedweb.scheduling.forecast_task; README "Forecast and previews"): estimated starts
+# of waiting jobs, computed off the scheduling path after every FORECAST_EVERY_CYCLES-th cycle
+# (0 = never), stopped after FORECAST_CPU_BUDGET_S of CPU, FORECAST_HORIZON_S simulated seconds
+# or FORECAST_MAX_STEPS sessions; a queue's typical runtime is the median of its newest
+# FORECAST_HISTORY_TASKS finished tasks (for running tasks without a declared duration).
+FORECAST_EVERY_CYCLES = int(os.environ.get("FORECAST_EVERY_CYCLES", "15"))
+FORECAST_CPU_BUDGET_S = float(os.environ.get("FORECAST_CPU_BUDGET_S", "2"))
+FORECAST_HORIZON_S = float(os.environ.get("FORECAST_HORIZON_S", "86400"))
+FORECAST_MAX_STEPS = int(os.environ.get("FORECAST_MAX_STEPS", "2000"))
+FORECAST_HISTORY_TASKS = int(os.environ.get("FORECAST_HISTORY_TASKS", "200"))
 
-# Apps of this project; the optional ones are installed when their package exists on disk so
-# helpers can land them independently. Order matters only for template lookup.
-PROJECT_APPS = ["schedweb.core"]
-OPTIONAL_PROJECT_APPS = ["schedweb.scheduling", "schedweb.api", "schedweb.audit", "schedweb.dashboard"]
-PROJECT_APPS += [app for app in OPTIONAL_PROJECT_APPS
-                 if importlib.util.find_spec(app) is not None
-                 and importlib.util.find_spec(f"{app}.apps") is not None]
+# Apps of this project. Order matters only for template lookup.
+PROJECT_APPS = [
+    "schedweb.core", "schedweb.scheduling", "schedweb.api", "schedweb.audit", "schedweb.dashboard",
+]
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -94,12 +98,15 @@ INSTALLED_APPS = [
     *PROJECT_APPS,
 ]
 
+# The API fast path (schedweb.api.fastpath): cached token-authenticated GETs of the queue tree and
+# job lists answered without DRF's view machinery (README "API caching" has the measurements).
+API_FAST_PATH = env_bool("API_FAST_PATH", True)
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "schedweb.core.csp.ContentSecurityPolicyMiddleware",  # first: every answer gets the policy
     "whitenoise.middleware.WhiteNoiseMiddleware",
-    # Request id + request facts for audit entries (only when the audit app is installed).
-    *(["schedweb.audit.context.AuditContextMiddleware"] if "schedweb.audit" in PROJECT_APPS else []),
+    # Request id + request facts for audit entries.
+    "schedweb.audit.context.AuditContextMiddleware",
     "schedweb.core.middleware.RequestSizeLimitMiddleware",
     "schedweb.core.request_guard.RequestGuardMiddleware",  # 400 for NUL/control chars in path/query
     "schedweb.core.middleware.DatabaseUnavailableMiddleware",
@@ -114,7 +121,7 @@ MIDDLEWARE = [
     "schedweb.core.login_throttle.LoginThrottleMiddleware",
     # Last, so every middleware above applies to its answers: cached token-authenticated GETs of
     # the queue tree and job list without DRF's view machinery (misses go on to the view).
-    *(["schedweb.api.fastpath.FastPathMiddleware"] if "schedweb.api" in PROJECT_APPS else []),
+    *(["schedweb.api.fastpath.FastPathMiddleware"] if API_FAST_PATH else []),
 ]
 
 # Request bodies (JSON jobs with 10,000 tasks are ~1 MiB; manifests are YAML text) above this
@@ -227,8 +234,15 @@ STORAGES = {
 }
 
 REST_FRAMEWORK: dict = {
-    "DEFAULT_AUTHENTICATION_CLASSES": ["rest_framework.authentication.SessionAuthentication"],
+    "DEFAULT_AUTHENTICATION_CLASSES": ["schedweb.api.authentication.ApiTokenAuthentication",
+                                       "rest_framework.authentication.SessionAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PAGINATION_CLASS": "schedweb.api.pagination.ApiPagination",
+    "EXCEPTION_HANDLER": "schedweb.api.exceptions.api_exception_handler",
+    # JSON bodies nested at most MAX_JSON_DEPTH deep (schedweb.api.parsers; the limit is below).
+    "DEFAULT_PARSER_CLASSES": ["schedweb.api.parsers.BoundedJSONParser",
+                               "rest_framework.parsers.FormParser",
+                               "rest_framework.parsers.MultiPartParser"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     # Per-client request rates (default cache: shared through Redis when REDIS_URL is set).
@@ -240,13 +254,6 @@ REST_FRAMEWORK: dict = {
                                # refused API tokens per client address (schedweb.api.authentication)
                                "bad_token": os.environ.get("API_THROTTLE_BAD_TOKEN", "30/minute")},
 }
-if "schedweb.api" in PROJECT_APPS:
-    REST_FRAMEWORK.update({
-        "DEFAULT_AUTHENTICATION_CLASSES": ["schedweb.api.authentication.ApiTokenAuthentication",
-                                           "rest_framework.authentication.SessionAuthentication"],
-        "DEFAULT_PAGINATION_CLASS": "schedweb.api.pagination.ApiPagination",
-        "EXCEPTION_HANDLER": "schedweb.api.exceptions.api_exception_handler",
-    })
 # Request limits (README "Input limits"): bounded work per request. Tasks per job, jobs per
 # manifest, JSON nesting depth, and the YAML budget (nesting depth and nodes after expanding
 # aliases, so an alias bomb is refused while it is read). Shapes and text: scheduler_core.shapes.
@@ -255,10 +262,6 @@ MAX_JOBS_PER_MANIFEST = int(os.environ.get("MAX_JOBS_PER_MANIFEST", "500"))
 MAX_JSON_DEPTH = int(os.environ.get("MAX_JSON_DEPTH", "64"))
 MAX_YAML_DEPTH = int(os.environ.get("MAX_YAML_DEPTH", "64"))
 MAX_YAML_NODES = int(os.environ.get("MAX_YAML_NODES", "1000000"))
-if "schedweb.api" in PROJECT_APPS:
-    REST_FRAMEWORK["DEFAULT_PARSER_CLASSES"] = ["schedweb.api.parsers.BoundedJSONParser",
-                                                "rest_framework.parsers.FormParser",
-                                                "rest_framework.parsers.MultiPartParser"]
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "schedweb API",
@@ -270,7 +273,8 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums",
                              "schedweb.api.schema_links.add_links",
-                             "schedweb.api.schema_strict.strict_bodies"],
+                             "schedweb.api.schema_strict.strict_bodies",
+                             "schedweb.api.schema_tags.describe_operations"],
 }
 
 LOGGING = {

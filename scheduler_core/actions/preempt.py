@@ -41,14 +41,7 @@ from scheduler_core.actions._common import active_jobs, record_waiting
 from scheduler_core.actions._ordering import PriorityQueue, TaskList, job_queue, sorted_tasks
 from scheduler_core.actions.victim_capacity import VictimCapacity
 from scheduler_core.actions.victim_nodes import NodeCheck, undo_since
-from scheduler_core.actions.victims import (
-    VictimIndex,
-    in_order_of,
-    released_by,
-    rows_by_score,
-    victim_order,
-    victims_fit,
-)
+from scheduler_core.actions.victims import VictimIndex, allowed_victims, released_by, rows_by_score
 from scheduler_core.framework.interface import Action
 from scheduler_core.framework.isolation import GuardScope, guard
 from scheduler_core.framework.registry import register_action
@@ -193,14 +186,10 @@ class PreemptAction(Action):
                           if keep(t) and (t.best_effort or not best_effort)]
             if not preemptees:
                 continue
-            # Offered in victim order: plugins with a budget (gang's min_member) spend it on
-            # the tasks that are evicted first.
-            offered = victim_order(ssn, preemptor, preemptees, self.index, self.vcap.job_keys())
-            victims = ssn.preemptable(preemptor, offered)
-            if not victims_fit(ssn, preemptor, row, victims, self.index):
+            victims = allowed_victims(ssn, preemptor, row, preemptees, self.index, self.vcap.job_keys,
+                                      ssn.preemptable)
+            if victims is None:
                 continue
-            if not in_order_of(victims, offered):  # plugins answer in offer order, as a rule
-                victims = victim_order(ssn, preemptor, victims, self.index, self.vcap.job_keys())
             released = released_by(ssn, victims, self.index)
             if any((released <= r + MIN_RESOURCE).all() for r in refused):
                 continue

@@ -34,7 +34,7 @@ from scheduler_core.actions._common import active_jobs, record_queue_refusal, re
 from scheduler_core.actions._ordering import PriorityQueue, TaskList, job_queue
 from scheduler_core.actions.victim_capacity import VictimCapacity
 from scheduler_core.actions.victim_nodes import NodeCheck, undo_since
-from scheduler_core.actions.victims import VictimIndex, in_order_of, victim_order, victims_fit
+from scheduler_core.actions.victims import VictimIndex, allowed_victims
 from scheduler_core.framework.interface import Action
 from scheduler_core.framework.isolation import guard
 from scheduler_core.framework.registry import register_action
@@ -137,14 +137,10 @@ class ReclaimAction(Action):
                     reclaimees.append(t)
             if not reclaimees:
                 continue
-            # Offered in victim order (Volcano: node map order): plugins with a budget
-            # (proportion's deserved, gang's min_member) spend it on the tasks evicted first.
-            offered = victim_order(ssn, task, reclaimees, self.index, self.vcap.job_keys())
-            victims = ssn.reclaimable(task, offered)
-            if not victims_fit(ssn, task, row, victims, self.index):
+            victims = allowed_victims(ssn, task, row, reclaimees, self.index, self.vcap.job_keys,
+                                      ssn.reclaimable)
+            if victims is None:
                 continue
-            if not in_order_of(victims, offered):  # plugins answer in offer order, as a rule
-                victims = victim_order(ssn, task, victims, self.index, self.vcap.job_keys())
             mark = len(stmt.operations)
             for victim in victims:
                 if self.nodes.fits(task, row):

@@ -20,7 +20,7 @@ from scheduler_core.model import TaskStatus
 from scheduler_core.resources import MIN_RESOURCE
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable
 
     from scheduler_core.framework.node_table import NodeTable
     from scheduler_core.framework.session import Session
@@ -166,6 +166,26 @@ def victims_fit(ssn: Session, task: TaskInfo, row: int, victims: list[TaskInfo],
     vec = table.vector(task.resreq)
     cols = needed_columns(vec)
     return bool(((vec[cols] - avail[cols]) < MIN_RESOURCE).all())
+
+
+def allowed_victims(ssn: Session, task: TaskInfo, row: int, candidates: list[TaskInfo], index: VictimIndex,
+                    job_keys: Callable[[], dict[str, tuple]],
+                    ask: Callable[[TaskInfo, list[TaskInfo]], list[TaskInfo]]) -> list[TaskInfo] | None:
+    """One node's try in preempt and reclaim: the victims the plugins allow, in victim order,
+    when evicting all of them lets `task` fit on `row`; None otherwise.
+
+    The candidates are offered in victim order (Volcano: node map order), so plugins with a budget
+    (proportion's deserved, gang's min_member) spend it on the tasks evicted first. `ask` is the
+    session's combiner (ssn.preemptable or ssn.reclaimable); `job_keys` returns the caller's
+    cache of job sort keys for the current session state.
+    """
+    offered = victim_order(ssn, task, candidates, index, job_keys())
+    victims = ask(task, offered)
+    if not victims_fit(ssn, task, row, victims, index):
+        return None
+    if not in_order_of(victims, offered):  # plugins answer in offer order, as a rule
+        victims = victim_order(ssn, task, victims, index, job_keys())
+    return victims
 
 
 def released_by(ssn: Session, victims: list[TaskInfo], index: VictimIndex) -> np.ndarray:

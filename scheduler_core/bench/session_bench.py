@@ -40,6 +40,20 @@ def pct(values: list[float], q: float) -> float:
     return float(np.percentile(values, q)) if values else 0.0
 
 
+def selected_cases(parser: argparse.ArgumentParser, sizes: str, scenarios: str,
+                   extra: str) -> list[tuple[str, str]]:
+    """Every size with every scenario (comma lists), then the `extra` SIZE:SCENARIO pairs; an
+    unknown or malformed case is a usage error (exit 2) before any case runs."""
+    cases = [(s, c) for s in sizes.split(",") if s for c in scenarios.split(",") if c]
+    for item in (x for x in extra.split(",") if x):
+        size, _, scenario = item.partition(":")
+        cases.append((size, scenario))
+    for size, scenario in cases:
+        if size not in SIZES or scenario not in SCENARIOS:
+            parser.error(f"unknown case {size}:{scenario}")
+    return cases
+
+
 def run_case(size: str, scenario: str, seed: int = 1, cycles: int | None = None) -> dict[str, Any]:
     """Run one case in this process; returns its figures (ms, counts, placements/s, peak RSS)."""
     cycles = cycles or DEFAULT_CYCLES[scenario]
@@ -174,12 +188,8 @@ def main(argv: list[str] | None = None) -> int:
         size, scenario = args.profile.split(":")
         print(profile(size, scenario, args.seed, profiler=args.profiler))
         return 0
-    cases = [(s, c) for s in args.sizes.split(",") if s for c in args.scenarios.split(",") if c]
-    cases += [tuple(x.split(":")) for x in args.extra.split(",") if x]  # type: ignore[misc]
     rows = []
-    for size, scenario in cases:
-        if size not in SIZES or scenario not in SCENARIOS:
-            p.error(f"unknown case {size}:{scenario}")
+    for size, scenario in selected_cases(p, args.sizes, args.scenarios, args.extra):
         rows.append(run_isolated(size, scenario, args.seed, args.cycles))
         print(f"  done {size}:{scenario} session p99 {rows[-1]['session_ms_p99']} ms", file=sys.stderr)
     table = print_table("In-memory session (scheduler_core alone; ms)", COLUMNS, rows)

@@ -16,6 +16,17 @@ from scheduler_core.model import NodeInfo
 from scheduler_core.resources import MIN_RESOURCE, Resource
 
 
+def _write(row: np.ndarray, resource: Resource, dim_index: dict[str, int]) -> None:
+    """Write `resource` into a row over the table's dims whose scalar columns are zero (scalars the
+    table lacks are dropped)."""
+    row[0] = resource.milli_cpu
+    row[1] = resource.memory
+    for name, value in resource.scalars.items():
+        j = dim_index.get(name)
+        if j is not None:
+            row[j] = value
+
+
 class NodeTable:
     """Numpy view of the nodes: allocatable, idle, used, releasing, pipelined, future idle, pods.
 
@@ -86,12 +97,7 @@ class NodeTable:
     def vector(self, resource: Resource) -> np.ndarray:
         """The resource as a row over `dims` (scalars the table lacks are dropped)."""
         v = np.zeros(len(self.dims))
-        v[0] = resource.milli_cpu
-        v[1] = resource.memory
-        for name, value in resource.scalars.items():
-            j = self.dim_index.get(name)
-            if j is not None:
-                v[j] = value
+        _write(v, resource, self.dim_index)
         return v
 
     def _set(self, arr: np.ndarray, i: int, resource: Resource) -> None:
@@ -99,12 +105,7 @@ class NodeTable:
         row = arr[i]
         if len(row) > 2:
             row[2:] = 0.0
-        row[0] = resource.milli_cpu
-        row[1] = resource.memory
-        for name, value in resource.scalars.items():
-            j = self.dim_index.get(name)
-            if j is not None:
-                row[j] = value
+        _write(row, resource, self.dim_index)
 
     def _fill(self, i: int, node: NodeInfo) -> None:
         self._set(self.idle, i, node.idle)

@@ -11,26 +11,23 @@ plugin_builders: dict[str, type] = {}
 action_builders: dict[str, type] = {}
 
 
-def register_plugin(name: str) -> Callable[[T], T]:
-    """Class decorator: register a Plugin subclass under `name` (also sets `cls.name`)."""
-
+def _registrar(registry: dict[str, type], name: str) -> Callable[[T], T]:
     def deco(cls: T) -> T:
         cls.name = name
-        plugin_builders[name] = cls
+        registry[name] = cls
         return cls
 
     return deco
+
+
+def register_plugin(name: str) -> Callable[[T], T]:
+    """Class decorator: register a Plugin subclass under `name` (also sets `cls.name`)."""
+    return _registrar(plugin_builders, name)
 
 
 def register_action(name: str) -> Callable[[T], T]:
     """Class decorator: register an Action subclass under `name` (also sets `cls.name`)."""
-
-    def deco(cls: T) -> T:
-        cls.name = name
-        action_builders[name] = cls
-        return cls
-
-    return deco
+    return _registrar(action_builders, name)
 
 
 def load_all() -> None:

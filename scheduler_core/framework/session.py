@@ -8,7 +8,6 @@ The session mutates the snapshot's objects in place (no deep copies): use a fres
 
 from __future__ import annotations
 
-import importlib.util
 import time
 from typing import Any
 
@@ -28,6 +27,7 @@ from scheduler_core.framework.node_table import NodeTable
 from scheduler_core.framework.registry import load_all, plugin_builders
 from scheduler_core.model import ClusterSnapshot, JobInfo, JobPhase, NodeInfo, QueueInfo, TaskInfo, TaskStatus
 from scheduler_core.node_scores import ScoreRecorder, top_count
+from scheduler_core.reasons import build_reasons
 from scheduler_core.resources import Resource
 from scheduler_core.result import SessionResult
 
@@ -387,10 +387,7 @@ def close_session(ssn: Session) -> SessionResult:
                 started = time.perf_counter()
                 plugin.on_session_close(ssn)
                 res.timing[f"plugin_{opt.name}_close_s"] = round(time.perf_counter() - started, 6)
-    if importlib.util.find_spec("scheduler_core.reasons") is not None:
-        from scheduler_core.reasons import build_reasons
-
-        res.reasons = build_reasons(ssn)
+    res.reasons = build_reasons(ssn)
     if ssn.score_recorder is not None:
         res.node_scores = ssn.score_recorder.finish(res)
     res.timing["session_s"] = round(time.perf_counter() - ssn._opened_at, 6)

@@ -12,5 +12,15 @@ class ApiConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        """Register the schema extensions (drf-spectacular discovers them by import)."""
-        from schedweb.api import schema  # noqa: F401
+        """Register the schema extensions (drf-spectacular discovers them by import), and
+        prebuild readers' bodies after each scheduling cycle (schedweb.api.prebuild)."""
+        from schedweb.api import prebuild, schema  # noqa: F401
+        from schedweb.scheduling.signals import cycle_finished
+
+        cycle_finished.connect(_after_cycle, dispatch_uid="schedweb.api.prebuild")
+
+
+def _after_cycle(**_: object) -> None:
+    from schedweb.api import prebuild
+
+    prebuild.after_cycle()

@@ -27,23 +27,36 @@ class ApiTokenAuthentication(authentication.BaseAuthentication):
 
     def authenticate(self, request):
         """Return (user, token) for a valid key, None when no token header is present."""
-        header = authentication.get_authorization_header(request).split()
-        if not header or header[0].decode(errors="replace").lower() not in self.keywords:
-            return None
-        if len(header) != 2:
-            raise refusal(request, "Invalid token header: expected 'Token <key>'.")
-        try:
-            raw = header[1].decode()
-        except UnicodeError as exc:
-            raise refusal(request, "Invalid token header: key is not ASCII.") from exc
-        token = active_token(raw, request)
-        if token is None or not token.user.is_active:
-            raise refusal(request, "Invalid, expired or revoked token.")
-        return token.user, token
+        token, refused = check_token(request)
+        if refused is not None:
+            raise refusal(request, refused)
+        return None if token is None else (token.user, token)
 
     def authenticate_header(self, request) -> str:
         """Makes DRF answer 401 (not 403) to unauthenticated requests."""
         return 'Token realm="api"'
+
+
+KEYWORDS = ApiTokenAuthentication.keywords
+
+
+def check_token(request) -> tuple[ApiToken | None, str | None]:
+    """The one token check of the API (DRF's authenticator and schedweb.api.fastpath):
+    (token, None) for a valid `Authorization: Token|Bearer <key>` of an active user; (None, None)
+    without such a header (another authenticator may apply); (None, why) for a refused one."""
+    header = authentication.get_authorization_header(request).split()
+    if not header or header[0].decode(errors="replace").lower() not in KEYWORDS:
+        return None, None
+    if len(header) != 2:
+        return None, "Invalid token header: expected 'Token <key>'."
+    try:
+        raw = header[1].decode()
+    except UnicodeError:
+        return None, "Invalid token header: key is not ASCII."
+    token = active_token(raw, request)
+    if token is None or not token.user.is_active:
+        return None, "Invalid, expired or revoked token."
+    return token, None
 
 
 def refusal(request, message: str) -> exceptions.APIException:

@@ -8,23 +8,32 @@ tables' own id and `updated` watermarks). So a new cycle, a submission, a task r
 edit makes the next request compute afresh. A write the version cannot see (a username change,
 two transactions committing out of log-id order) shows at the next change (the next cycle) or
 after API_CACHE_SECONDS at most. Two levels: this process (no pickling), then Django's cache (Redis
-when REDIS_URL is set, shared by all workers). While one thread of a process recomputes a
-body, its other threads answer with the previous version of the same URL (at most one
-recomputation old) instead of queueing; a request with no body at hand waits. ETag on every
-cached body; a matching If-None-Match gets 304.
+when REDIS_URL is set, shared by all workers). A body is computed once per version: while one
+thread of a process recomputes it, its other threads answer with the previous version of the
+same URL (at most one recomputation old) instead of queueing, and so do the other processes,
+which find the computing one's claim in the shared cache (for API_PREBUILD_GRACE at most); a
+request with no body at hand computes or waits. ETag on every cached body; a matching
+If-None-Match gets 304.
+
+After a cycle commits, the cycle process builds the common bodies for the new version itself
+(schedweb.api.prebuild): a reader finds them in the shared cache, and one that looks while they
+are being built answers the body it has (the previous cycle's) instead of computing it too.
 
 schedweb.api.fastpath answers token-authenticated GETs from the same bodies without DRF's view
-machinery: it uses body_key() (so the same read_scope and key) and cached_body() (the lookup of
-cached_json without the computation), and leaves every miss to the view and cached_json.
+machinery: it uses cached_body() (the lookup of cached_json without the computation, under the
+same body_key and read_scope), and leaves every miss to the view and cached_json.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,10 +44,13 @@ from django.db import connection
 from django.http import HttpResponse, HttpResponseNotModified
 from rest_framework.renderers import JSONRenderer
 
+from schedweb.api import prebuild
 from schedweb.core.models import Job, PriorityClass, Queue, Task
 from schedweb.scheduling.models import CycleRun, QueueSample
 
-KEY_PREFIX = "api-body:2"
+logger = logging.getLogger(__name__)
+
+KEY_PREFIX = "api-body:3"  # 3: versions lead with the cycle id
 # Per process, bounded in count and bytes, since query strings are the client's to choose.
 LOCAL_ENTRIES = 256
 LOCAL_BYTES = 32 * 1024 * 1024
@@ -78,8 +90,9 @@ def version_columns() -> str:
 
 
 def version_digest(values: tuple | list) -> str:
-    """The data version of the values read by version_columns()."""
-    return hashlib.sha1(repr(tuple(values)).encode()).hexdigest()
+    """The data version of the values read by version_columns(), led by the newest cycle id
+    (the first column) so that a reader can tell a new cycle's version (prebuild.cycle_of)."""
+    return f"{values[0]}:{hashlib.sha1(repr(tuple(values)).encode()).hexdigest()}"
 
 
 def data_version(request=None) -> str:
@@ -119,6 +132,10 @@ _local: OrderedDict[str, Body] = OrderedDict()
 _local_bytes = 0
 _local_lock = threading.Lock()
 _compute_locks = [threading.Lock() for _ in range(_STRIPES)]
+_first_seen: OrderedDict[str, float] = OrderedDict()  # data version -> when this process first missed it
+_noted: dict[str, float] = {}  # body key -> when this process last noted it as wanted
+# Set while the cycle process builds bodies (prebuilding()): the keys it has a body for.
+_prebuilt: ContextVar[list[str] | None] = ContextVar("api_prebuilt", default=None)
 
 
 def _local_get(base: str) -> Body | None:
@@ -147,6 +164,20 @@ def clear_local() -> None:
     with _local_lock:
         _local.clear()
         _local_bytes = 0
+        _first_seen.clear()
+        _noted.clear()
+
+
+@contextlib.contextmanager
+def prebuilding() -> Iterator[list[str]]:
+    """Within it cached_json computes every body it lacks, never answering a previous one (this
+    is the cycle process building them: schedweb.api.prebuild); yields the keys it had a body for."""
+    built: list[str] = []
+    token = _prebuilt.set(built)
+    try:
+        yield built
+    finally:
+        _prebuilt.reset(token)
 
 
 def _fresh(body: Body | None, version: str) -> bool:
@@ -184,32 +215,44 @@ def cached_json(view, request, endpoint: str, build: Callable[[], Any]) -> HttpR
     renderer = request.accepted_renderer
     if type(renderer) is not JSONRenderer:
         return None
-    base = body_key(request, endpoint, request.accepted_media_type)
+    media_type = request.accepted_media_type
+    base = body_key(request, endpoint, media_type)
     version = data_version(request)
+    built = _prebuilt.get()
     body = _local_get(base)
-    if _fresh(body, version):
-        return respond(request, body)
-    lock = _compute_lock(base)
-    if not lock.acquire(blocking=False):
-        if _previous(body, version):
-            # Another thread is computing this URL's new version: answer with the previous one
-            # rather than queue behind it (the request raced that change anyway).
-            return respond(request, body)
-        lock.acquire()
-    try:
-        body = _local_get(base)
-        if not _fresh(body, version):
-            body = _shared_get(base, version) or _compute(view, request, base, version, build)
-            _local_put(base, body)
-    finally:
-        lock.release()
+    if not _fresh(body, version):
+        lock = _compute_lock(base)
+        if built is None and not lock.acquire(blocking=False):
+            if _previous(body, version):
+                # Another thread is computing this URL's new version: answer with the previous one
+                # rather than queue behind it (the request raced that change anyway).
+                return respond(request, body)
+            lock.acquire()
+        elif built is not None:
+            lock.acquire()
+        try:
+            body = _local_get(base)
+            if not _fresh(body, version):
+                shared, wait = _shared_lookup(request, endpoint, media_type, base, version, body,
+                                              reader=built is None, claims=True)
+                if wait:
+                    return respond(request, body)  # the cycle process is building this version
+                body = shared or _compute(view, request, base, version, build)
+                _local_put(base, body)
+        finally:
+            lock.release()
+    if built is not None:
+        built.append(base)
     return respond(request, body)
 
 
-def cached_body(base: str, version: str) -> Body | None:
-    """The body cached_json would answer with for key `base` at `version` without computing one
+def cached_body(request, endpoint: str, media_type: str) -> Body | None:
+    """The body cached_json would answer with for this request without computing one
     (schedweb.api.fastpath): this process's fresh one; the previous version while another thread
-    computes this one; else the shared cache's. None when cached_json would have to compute."""
+    or the cycle process computes this one; else the shared cache's. None when cached_json would
+    have to compute."""
+    base = body_key(request, endpoint, media_type)
+    version = data_version(request)
     body = _local_get(base)
     if _fresh(body, version):
         return body
@@ -218,12 +261,15 @@ def cached_body(base: str, version: str) -> Body | None:
         return body if _previous(body, version) else None
     try:
         body = _local_get(base)
-        if not _fresh(body, version):
-            body = _shared_get(base, version)
-            if body is None:
-                return None
-            _local_put(base, body)
-        return body
+        if _fresh(body, version):
+            return body
+        shared, wait = _shared_lookup(request, endpoint, media_type, base, version, body, reader=True,
+                                      claims=False)
+        if wait:
+            return body
+        if shared is not None:
+            _local_put(base, shared)
+        return shared
     finally:
         lock.release()
 
@@ -244,18 +290,63 @@ def _shared_key(base: str, version: str) -> str:
     return f"{KEY_PREFIX}:{base}:{version}"
 
 
-def _shared_get(base: str, version: str) -> Body | None:
+def _shared_lookup(request, endpoint: str, media_type: str, base: str, version: str,
+                   previous: Body | None, *, reader: bool, claims: bool) -> tuple[Body | None, bool]:
+    """(the shared cache's body for `version` or None, whether to answer `previous` instead of
+    computing: the cycle process or another web process is building this version; else, when
+    `claims`, this one claims it). One round trip (two when it claims), which also reads the
+    prebuild state and the claim and, at most once a minute per URL, notes the URL as wanted."""
+    key = _shared_key(base, version)
+    claim = f"{key}:claim"
+    keys = [key]
+    wanted = None
+    now = time.monotonic()
+    if reader:
+        keys += [prebuild.STATE_KEY, claim]
+        if now - _noted.get(base, -prebuild.REFRESH_SECONDS) >= prebuild.REFRESH_SECONDS:
+            wanted = prebuild.wanted_of(request, endpoint, media_type)
+            if wanted is not None:
+                keys.append(prebuild.WANTED_KEY)
     # Redis down needs no care here: the default cache falls back to process memory by itself
     # (schedweb.core.cache_backend.ResilientRedisCache).
-    hit = cache.get(_shared_key(base, version))
-    if hit is None:
-        return None
-    etag, content, content_type, computed_at = hit
-    # Age it from when another process computed it (wall clock), so TTL bounds its total age.
-    return Body(version, etag, content, content_type, time.monotonic() - max(0.0, time.time() - computed_at))
+    got = cache.get_many(keys)
+    if wanted is not None:
+        if len(_noted) > LOCAL_ENTRIES:
+            _noted.clear()
+        _noted[base] = now
+        prebuild.note_wanted(wanted, base, got.get(prebuild.WANTED_KEY))
+    hit = got.get(key)
+    if hit is not None:
+        etag, content, content_type, computed_at = hit
+        # Age it from when another process computed it (wall clock), so TTL bounds its total age.
+        return Body(version, etag, content, content_type, now - max(0.0, time.time() - computed_at)), False
+    if not reader:
+        return None, False
+    usable = _previous(previous, version)
+    if usable and prebuild.reader_waits(base, previous.version, version, got.get(prebuild.STATE_KEY),
+                                        _seen(version)):
+        return None, True  # the cycle process is building it
+    grace = prebuild.grace_seconds()
+    if claim in got or (claims and not cache.add(claim, 1, timeout=max(1, round(grace)))):
+        # Another web process computes it (claimed for as long as a reader waits for it, so a
+        # claimer that died is not waited for).
+        return None, usable and time.monotonic() - _seen(version) < grace
+    return None, False
+
+
+def _seen(version: str) -> float:
+    """When this process first missed a body of `version` (time.monotonic())."""
+    with _local_lock:
+        first = _first_seen.get(version)
+        if first is None:
+            first = _first_seen[version] = time.monotonic()
+            while len(_first_seen) > 16:
+                _first_seen.popitem(last=False)
+        return first
 
 
 def _compute(view, request, base: str, version: str, build: Callable[[], Any]) -> Body:
+    began = time.perf_counter()
     data = build()
     renderer = request.accepted_renderer
     content = renderer.render(data, request.accepted_media_type, view.get_renderer_context())
@@ -264,4 +355,6 @@ def _compute(view, request, base: str, version: str, build: Callable[[], Any]) -
     etag = '"' + hashlib.sha1(content).hexdigest() + '"'
     cache.set(_shared_key(base, version), (etag, content, content_type, time.time()),
               timeout=max(1, int(ttl_seconds())))
+    logger.debug("computed %s %s for %s in %.1f ms (%s)", request.method, request.get_full_path(), version,
+                 (time.perf_counter() - began) * 1e3, "cycle" if _prebuilt.get() is not None else "reader")
     return Body(version, etag, content, content_type, time.monotonic())

@@ -14,6 +14,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 from rest_framework.views import exception_handler as drf_exception_handler
 
+from schedweb.core.job_submission import JobExists
+
 NON_FIELD = "non_field_errors"
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -25,6 +27,19 @@ class IdempotencyKeyReused(exceptions.APIException):
     default_code = "idempotency_key_reused"
     default_detail = "Idempotency-Key already used with a different request body."
     field = "Idempotency-Key"
+
+
+class Conflict(exceptions.APIException):
+    """409 `conflict`: the request collides with what exists (a job of that namespace and name);
+    `fields` names each field, as a validation error does."""
+
+    status_code = 409
+    default_code = "conflict"
+    default_detail = "Conflicts with an existing object."
+
+    def __init__(self, fields: dict[str, list[str]], message: str | None = None) -> None:
+        super().__init__(message or _message(fields, self.default_detail))
+        self.fields = fields
 
 
 def sanitize(value: Any) -> Any:
@@ -88,7 +103,9 @@ def _message(fields: dict[str, list[str]], default: str) -> str:
 
 def api_exception_handler(exc: Exception, context: dict) -> Response | None:
     """DRF EXCEPTION_HANDLER: service, Django and DRF errors all become the one envelope."""
-    if isinstance(exc, DjangoValidationError):
+    if isinstance(exc, JobExists):
+        exc = Conflict(django_validation_error_fields(exc))
+    elif isinstance(exc, DjangoValidationError):
         exc = exceptions.ValidationError(django_validation_error_fields(exc))
     elif isinstance(exc, ProtectedError):
         exc = exceptions.ValidationError({NON_FIELD: [f"Still referenced by {len(exc.protected_objects)} "
@@ -101,16 +118,36 @@ def api_exception_handler(exc: Exception, context: dict) -> Response | None:
     if response is None:
         return None  # a real server error: let Django's 500 handling (and logging) see it
     assert isinstance(exc, exceptions.APIException)
+    response.data = api_error_body(exc)
+    return response
+
+
+def api_error_body(exc: exceptions.APIException) -> dict:
+    """The envelope of an API exception (also per item of a batch answer), sanitized."""
     if isinstance(exc, exceptions.ValidationError):
         fields = flatten_errors(exc.detail)
-        response.data = error_body("invalid", _message(fields, "Invalid input."), fields)
+        body = error_body("invalid", _message(fields, "Invalid input."), fields)
+    elif isinstance(exc, Conflict):
+        body = error_body("conflict", str(exc.detail), exc.fields)
     else:
         code = exc.get_codes() if isinstance(exc.get_codes(), str) else exc.default_code
         message = str(exc.detail) if not isinstance(exc.detail, dict | list) else exc.default_detail
         field = getattr(exc, "field", None)
-        response.data = error_body(str(code), message, {field: [message]} if field else None)
-    response.data = sanitize(response.data)
-    return response
+        body = error_body(str(code), message, {field: [message]} if field else None)
+    return sanitize(body)
+
+
+def as_api_exception(exc: Exception) -> exceptions.APIException:
+    """A service, Django or DRF error as the API exception the handler would answer with."""
+    if isinstance(exc, JobExists):
+        return Conflict(django_validation_error_fields(exc))
+    if isinstance(exc, DjangoValidationError):
+        return exceptions.ValidationError(django_validation_error_fields(exc))
+    if isinstance(exc, DjangoPermissionDenied):
+        return exceptions.PermissionDenied()
+    if isinstance(exc, exceptions.APIException):
+        return exc
+    raise exc
 
 
 class NotFoundView(APIView):

@@ -5,9 +5,11 @@ from __future__ import annotations
 from datetime import UTC
 
 import django_filters
+from django.contrib.auth import get_user_model
 from django.db.models import Q, QuerySet
 from rest_framework import serializers
 
+from schedweb.api.filter_backends import REASON_CODES, ExistingFilter, StrictBooleanFilter
 from schedweb.core.models import Job, Node, Queue, Task
 
 
@@ -25,9 +27,7 @@ class UtcDateTimeFilter(django_filters.IsoDateTimeFilter):
         return super().filter(qs, value)
 
 
-JOB_PHASES = ("Pending", "Inqueue", "Running", "Unknown", "Completed", "Cancelled")
-TASK_STATUSES = ("Pending", "Allocated", "Pipelined", "Binding", "Bound", "Running", "Releasing",
-                 "Succeeded", "Failed")
+from schedweb.core.choices import JOB_PHASES, JOB_STATE_GROUPS, TASK_STATUSES  # noqa: E402 (re-exported)
 
 
 def _choices(values: tuple[str, ...]) -> list[tuple[str, str]]:
@@ -37,7 +37,7 @@ def _choices(values: tuple[str, ...]) -> list[tuple[str, str]]:
 class QueueFilterSet(django_filters.FilterSet):
     """Queues by parent name (`root` = top level), state and name search."""
 
-    parent = django_filters.CharFilter(method="filter_parent")
+    parent = ExistingFilter(Queue, method="filter_parent", label_text="queue", also=("root",))
     state = django_filters.MultipleChoiceFilter(choices=_choices(("Open", "Closed", "Closing")))
     search = django_filters.CharFilter(field_name="name", lookup_expr="icontains")
 
@@ -53,18 +53,29 @@ class QueueFilterSet(django_filters.FilterSet):
 class JobFilterSet(django_filters.FilterSet):
     """Jobs by queue, namespace, phase, reason code, submitter and a name/namespace search."""
 
-    queue = django_filters.CharFilter(field_name="queue__name")
+    queue = ExistingFilter(Queue, field_name="queue__name", label_text="queue")
     namespace = django_filters.CharFilter()
     # distinct=False: a plain column of the job row, so no duplicates to remove (DISTINCT over
     # every selected column made the pending list 20x slower).
     phase = django_filters.MultipleChoiceFilter(choices=_choices(JOB_PHASES), distinct=False)
-    reason_code = django_filters.CharFilter()
-    submitted_by = django_filters.CharFilter(field_name="submitted_by__username")
+    reason_code = django_filters.ChoiceFilter(choices=_choices(REASON_CODES))
+    # waiting (Pending + Inqueue), finished (Completed + Cancelled) or one phase; repeatable.
+    state = django_filters.MultipleChoiceFilter(
+        choices=_choices(tuple(JOB_STATE_GROUPS) + JOB_PHASES), method="filter_state")
+    submitted_by = ExistingFilter(get_user_model(), field_name="submitted_by__username", lookup="username",
+                                  label_text="user")
     search = django_filters.CharFilter(method="filter_search")
 
     class Meta:
         model = Job
-        fields = ["queue", "namespace", "phase", "reason_code", "submitted_by", "search"]
+        fields = ["queue", "namespace", "phase", "state", "reason_code", "submitted_by", "search"]
+
+    def filter_state(self, qs: QuerySet, name: str, value: list[str]) -> QuerySet:
+        """Jobs in any of the phases the given states stand for."""
+        if not value:
+            return qs
+        phases = sorted({p for state in value for p in JOB_STATE_GROUPS.get(state, (state,))})
+        return qs.filter(phase__in=phases)
 
     def filter_search(self, qs: QuerySet, name: str, value: str) -> QuerySet:
         """Case-insensitive match on the job name or namespace."""
@@ -74,7 +85,7 @@ class JobFilterSet(django_filters.FilterSet):
 class NodeFilterSet(django_filters.FilterSet):
     """Nodes by schedulability and name search."""
 
-    unschedulable = django_filters.BooleanFilter()
+    unschedulable = StrictBooleanFilter()
     search = django_filters.CharFilter(field_name="name", lookup_expr="icontains")
 
     class Meta:
@@ -85,11 +96,11 @@ class NodeFilterSet(django_filters.FilterSet):
 class TaskFilterSet(django_filters.FilterSet):
     """Tasks by job, namespace, name, status and node (node agents list their node's tasks)."""
 
-    job = django_filters.NumberFilter(field_name="job_id")
+    job = ExistingFilter(Job, field_name="job_id", lookup="id", label_text="job")
     namespace = django_filters.CharFilter(field_name="job__namespace")
     name = django_filters.CharFilter()
     status = django_filters.MultipleChoiceFilter(choices=_choices(TASK_STATUSES))
-    node = django_filters.CharFilter(field_name="node__name")
+    node = ExistingFilter(Node, field_name="node__name", label_text="node")
 
     class Meta:
         model = Task

@@ -27,7 +27,7 @@ from schedweb.api.manifests import (
     format_duration,
     parse_duration,
 )
-from schedweb.api.units import to_quantities
+from schedweb.core.quantities import to_quantities
 
 # Free-form JSON columns the export reads as text (`<field>_json`, see `json_columns`) and decodes
 # here: Django's own decoding of a 900-level value is a RecursionError before any view code runs.

@@ -30,11 +30,11 @@ from schedweb.api.manifests_diff import diff_docs, immutable_when_started
 from schedweb.api.manifests_priority import manifest_path as pc_manifest_path
 from schedweb.api.manifests_priority import priority_class_to_manifest
 from schedweb.api.manifests_vcjob import JobDoc
-from schedweb.api.permissions import QueueAccess
 from schedweb.api.serializers.cluster import PriorityClassSerializer
 from schedweb.api.serializers.jobs import JobSubmitSerializer
 from schedweb.api.serializers.queues import QueueWriteSerializer
 from schedweb.core import services
+from schedweb.core.access import QueueAccess
 from schedweb.core.default_queue import (
     default_queue_name,
     ensure_default_queue,
@@ -97,8 +97,10 @@ class _Apply:
             self.priority_class(data, path)
         for data, path in parsed.queues:
             self.queue(data, path)
+        self._new_jobs: list[tuple[JobDoc, dict]] = []
         for job in parsed.jobs:
             self.job(job)
+        self._submit_new_jobs()
         return self.result
 
     # ------------------------------------------------------------------ priority classes
@@ -194,9 +196,22 @@ class _Apply:
 
     def _create_job(self, doc: JobDoc, valid: dict) -> None:
         admit_queue(self._queue_name(doc, valid), doc.fields["queue"], _webhook_kind(doc))
-        job, _ = commands.job_submit(access=self.access, data=valid)
-        services.job_set_passthrough(job=job, passthrough=doc.passthrough)
+        self._new_jobs.append((doc, valid))  # submitted together, after every document is read
         self.record(doc.kind, "jobs", doc.uid, doc.path, "created")
+
+    def _submit_new_jobs(self) -> None:
+        """The new jobs through the API's batch path (schedweb.api.commands.submit_jobs: one read,
+        one statement for all of them and their tasks); the first refused document's error, by
+        its manifest paths (nothing is written: the caller's transaction is all or nothing)."""
+        if not self._new_jobs:
+            return
+        items = [commands.SubmitItem(valid, passthrough=doc.passthrough) for doc, valid in self._new_jobs]
+        outcomes = commands.submit_jobs(access=self.access, items=items)
+        for (doc, _), outcome in zip(self._new_jobs, outcomes, strict=True):
+            if isinstance(outcome.error, ValidationError):
+                raise _mapped(django_validation_error_fields(outcome.error), doc.manifest_path) from None
+            if outcome.error is not None:
+                raise outcome.error
 
     def _update_job(self, doc: JobDoc, valid: dict, existing: Job) -> None:
         queue_name = self._queue_name(doc, valid)
@@ -286,9 +301,11 @@ def _webhook_kind(doc: JobDoc) -> str:
     return "job" if doc.kind == "Job" else "PodGroup"
 
 
-def apply_manifest(text: str, *, access: QueueAccess, dry_run: bool) -> dict[str, Any]:
+def apply_manifest(text: str, *, access: QueueAccess, dry_run: bool, preview: bool = True) -> dict[str, Any]:
     """Read, check and apply a manifest (the caller's transaction); the response body.
 
+    A dry run with `preview` also gives each created or updated job's change a `preview`: where
+    it would go in the next cycle and its estimated start (_add_previews).
     Raises DRF ValidationError (400, fields by manifest path), PermissionDenied (403) or
     ApplyConflict (409)."""
     try:
@@ -297,6 +314,23 @@ def apply_manifest(text: str, *, access: QueueAccess, dry_run: bool) -> dict[str
     except ManifestError as exc:
         raise serializers.ValidationError(django_validation_error_fields(exc)) from None
     try:
-        return _Apply(access, dry_run).run(parsed)
+        result = _Apply(access, dry_run).run(parsed)
     except ManifestError as exc:  # the queue rules of the admission webhook
         raise serializers.ValidationError(django_validation_error_fields(exc)) from None
+    if dry_run and preview:
+        _add_previews(result)
+    return result
+
+
+def _add_previews(result: dict[str, Any]) -> None:
+    """Issue 20: each created or updated job document's change gets `preview` (placement, nodes,
+    reason, estimated start: schedweb.scheduling.submit_preview), all jobs of the manifest in one
+    session on the state the dry run has written (its transaction is rolled back after)."""
+    from schedweb.scheduling.submit_preview import preview_stored_jobs
+
+    changes = [c for c in result["changes"] if c["kind"] in ("Job", "PodGroup")
+               and c["action"] in ("created", "updated")]
+    if changes:
+        previews = preview_stored_jobs([c["name"] for c in changes])
+        for change in changes:
+            change["preview"] = previews.get(change["name"])

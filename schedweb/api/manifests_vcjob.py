@@ -145,13 +145,20 @@ def _task_from_pod_spec(name: str, role: str, meta: dict, spec: dict, path: str,
         task["priority"] = priority_classes[cls]
     if spec.get("preemptionPolicy"):
         task["preemption_policy"] = spec["preemptionPolicy"]
+    _annotation_fields(task, annotations, meta_path, DURATION_ANNOTATION, "duration")
+    return task
+
+
+def _annotation_fields(out: dict[str, Any], annotations: dict, meta_path: str, duration_key: str,
+                       duration_field: str) -> None:
+    """The fields annotations stand for: `preemptable`, and the duration annotation `duration_key`
+    as `duration_field` (a task's run time, a job's SLA waiting time)."""
     preemptable = bool_annotation(annotations, PREEMPTABLE_ANNOTATION, meta_path)
     if preemptable is not None:
-        task["preemptable"] = preemptable
-    if DURATION_ANNOTATION in annotations:
-        task["duration"] = parse_duration(annotations[DURATION_ANNOTATION],
-                                          f"{meta_path}.annotations.{DURATION_ANNOTATION}")
-    return task
+        out["preemptable"] = preemptable
+    if duration_key in annotations:
+        out[duration_field] = parse_duration(annotations[duration_key],
+                                             f"{meta_path}.annotations.{duration_key}")
 
 
 def _job_common(meta: dict, spec: dict, path: str) -> dict:
@@ -162,12 +169,7 @@ def _job_common(meta: dict, spec: dict, path: str) -> dict:
     queue = name_of(spec.get("queue"), f"{path}.spec.queue")
     if queue:
         data["queue"] = queue
-    preemptable = bool_annotation(annotations, PREEMPTABLE_ANNOTATION, f"{path}.metadata")
-    if preemptable is not None:
-        data["preemptable"] = preemptable
-    if SLA_ANNOTATION in annotations:
-        data["sla_waiting_time"] = parse_duration(annotations[SLA_ANNOTATION],
-                                                  f"{path}.metadata.annotations.{SLA_ANNOTATION}")
+    _annotation_fields(data, annotations, f"{path}.metadata", SLA_ANNOTATION, "sla_waiting_time")
     return data
 
 

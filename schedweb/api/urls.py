@@ -6,12 +6,15 @@ from django.urls import include, path, re_path
 from rest_framework.routers import DefaultRouter
 
 from schedweb.api.exceptions import NotFoundView
+from schedweb.api.views.batch import JobBatchView, JobBulkCancelView
 from schedweb.api.views.cluster import NamespaceQuotaViewSet, PriorityClassViewSet, SchedulerConfigViewSet
 from schedweb.api.views.cycles import CycleViewSet
-from schedweb.api.views.jobs import JobViewSet, TaskViewSet
+from schedweb.api.views.forecast import ForecastListView, JobForecastView, NamespacedJobForecastView
+from schedweb.api.views.jobs import JobViewSet, NamespacedJobViewSet, TaskViewSet
 from schedweb.api.views.manifests import ManifestExportView, ManifestImportView
 from schedweb.api.views.me import MeView
 from schedweb.api.views.nodes import NodeViewSet
+from schedweb.api.views.preview import QueuePreviewView
 from schedweb.api.views.queues import QueueViewSet
 from schedweb.api.views.schema import DocsView, SchemaView
 from schedweb.api.views.tokens import TokenViewSet
@@ -43,6 +46,18 @@ urlpatterns = [
     path("v1/me/", MeView.as_view(), name="me"),
     path("v1/manifests/import/", ManifestImportView.as_view(), name="manifest-import"),
     path("v1/manifests/export/", ManifestExportView.as_view(), name="manifest-export"),
+    # Forecasts and previews (issue 20), before the router so its detail routes never take them.
+    path("v1/jobs/<int:pk>/forecast/", JobForecastView.as_view(), name="job-forecast"),
+    path("v1/namespaces/<str:namespace>/jobs/<str:name>/forecast/", NamespacedJobForecastView.as_view(),
+         name="namespaced-job-forecast"),
+    path("v1/jobs/forecasts/", ForecastListView.as_view(), name="job-forecasts"),
+    re_path(r"^v1/queues/(?P<name>[^/]+)/preview/$", QueuePreviewView.as_view(), name="queue-preview"),
+    path("v1/jobs/batch/", JobBatchView.as_view(), name="job-batch"),
+    path("v1/jobs/cancel/", JobBulkCancelView.as_view(), name="job-bulk-cancel"),
+    path("v1/namespaces/<str:namespace>/jobs/<str:name>/",
+         NamespacedJobViewSet.as_view({"get": "retrieve", "delete": "destroy"}), name="namespaced-job"),
+    path("v1/namespaces/<str:namespace>/jobs/<str:name>/cancel/",
+         NamespacedJobViewSet.as_view({"post": "cancel"}), name="namespaced-job-cancel"),
     path("v1/", include(router.urls)),
     re_path(r"^.*$", NotFoundView.as_view()),
 ]

@@ -7,13 +7,12 @@ from datetime import datetime
 from django.db.models import Q, QuerySet
 
 from schedweb.audit.models import AuditEntry
+from schedweb.core.access import QueueAccess
 from schedweb.core.models import Queue
 
 
 def administered_queue_ids(user) -> set[int]:
     """Ids of the queues `user` administers directly or through an ancestor (all for staff)."""
-    from schedweb.api.permissions import QueueAccess
-
     access = QueueAccess(user)
     ids = Queue.objects.values_list("id", flat=True)
     return set(ids) if access.is_staff else {qid for qid in ids if access.can_admin(qid)}

@@ -32,9 +32,9 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
-from scheduler_core.bench.generator import SCENARIOS, SIZES, build_world
+from scheduler_core.bench.generator import SCENARIOS, build_world
 from scheduler_core.bench.report import check_targets, machine, print_table, write_json
-from scheduler_core.bench.session_bench import pct, sample_profile
+from scheduler_core.bench.session_bench import pct, sample_profile, selected_cases
 from schedweb.bench.dbdata import bench_url, churn, ensure_database, load_spec, start_bound
 
 DEFAULT_CYCLES = {"fill": 3, "contention": 1, "steady": 30, "backlog": 10}
@@ -287,12 +287,8 @@ def main(argv: list[str] | None = None) -> int:
         size, scenario = args.case.split(":")
         print(json.dumps(run_case(size, scenario, args.seed, args.cycles or None)))
         return 0
-    cases = [(s, c) for s in args.sizes.split(",") if s for c in args.scenarios.split(",") if c]
-    cases += [tuple(x.split(":")) for x in args.extra.split(",") if x]  # type: ignore[misc]
     rows = []
-    for size, scenario in cases:
-        if size not in SIZES or scenario not in SCENARIOS:
-            p.error(f"unknown case {size}:{scenario}")
+    for size, scenario in selected_cases(p, args.sizes, args.scenarios, args.extra):
         out = subprocess.run([sys.executable, "-m", "schedweb.bench.db_bench", "--case", f"{size}:{scenario}",
                               "--seed", str(args.seed), "--cycles", str(args.cycles)],
                              capture_output=True, text=True)

@@ -152,9 +152,28 @@ def cmd_submit(client: ApiClient, args: argparse.Namespace) -> None:
     if args.dry_run and not _jobs_dry_run_supported(client):
         raise UsageError("--dry-run needs a YAML manifest: this server's POST /api/v1/jobs/ has no dry run")
     job = client.post(JOBS, sub.job, params={"dry_run": "true"} if args.dry_run else None, locate=sub.locate)
-    verb = "checked (dry run: nothing saved)" if args.dry_run else "created"
-    render.emit(job, args.output, lambda j: f"job {job_uid(j)} {verb}" + (
-        f" (id {j['id']})" if j.get("id") is not None and not args.dry_run else ""))
+    if args.dry_run:  # the server's preview: where the job would go in the next cycle
+        render.emit(job, args.output, dry_run_summary)
+        return
+    render.emit(job, args.output, lambda j: f"job {job_uid(j)} created" + (
+        f" (id {j['id']})" if j.get("id") is not None else ""))
+
+
+def dry_run_summary(preview: dict) -> str:
+    """`job ml/solo checked (dry run: nothing saved): would be bound to n0` (or pending with its
+    reason, or never), then the estimated start when the server gives one."""
+    placement = preview.get("placement")
+    if placement == "bound":
+        nodes = sorted(set((preview.get("nodes") or {}).values()))
+        where = "would be bound to " + ", ".join(nodes)
+    else:
+        reason = preview.get("reason") or {}
+        said = f": {reason.get('code')}: {reason.get('message')}" if reason else ""
+        where = f"would be {placement}{said}"
+    lines = [f"job {preview.get('job')} checked (dry run: nothing saved): {where}"]
+    if preview.get("sentence"):
+        lines.append(f"  {preview['sentence']}")
+    return "\n".join(lines)
 
 
 def add_parsers(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:

@@ -74,6 +74,8 @@ def explain(job: dict, paths: dict[str, list[dict]] | None) -> dict[str, Any]:
             if key in holder:
                 out[key] = holder[key]
                 break
+    if isinstance(job.get("forecast"), dict) and job["forecast"].get("sentence"):
+        out["estimate"] = job["forecast"]["sentence"]  # "expected to start in about 25 min, ..."
     return out
 
 
@@ -89,9 +91,13 @@ def why_text(info: dict[str, Any]) -> str:
     else:
         rows.append(("Reason", "none: the job is not waiting for the scheduler"))
     if "estimated_start" in info:
-        basis = info.get("estimate_basis")
-        rows.append(("Estimated start", render.cell_text(info["estimated_start"] or "unknown")
-                     + (f" ({basis})" if basis else "")))
+        basis, sentence = info.get("estimate_basis"), info.get("estimate")
+        if info["estimated_start"]:
+            text = render.cell_text(info["estimated_start"]) + (f" ({basis})" if basis else "")
+            text += f": {sentence}" if sentence else ""
+        else:
+            text = sentence or (basis or "unknown")
+        rows.append(("Estimated start", text))
     width = max(len(k) for k, _ in rows) + 3  # the colon, then at least two spaces
     parts = ["\n".join(f"{k + ':':<{width}}{render.cell_text(v)}" for k, v in rows)]
     if info["queue_chain"]:

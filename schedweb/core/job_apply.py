@@ -147,8 +147,7 @@ def _same_queue(job: Job, queue: Any) -> bool:
 
 
 def _checked_tasks(job: Job, tasks: Any) -> list[dict[str, Any]]:
-    """The replacement tasks, checked as job_submit checks them (names unique in the namespace,
-    this job's own current tasks aside)."""
+    """The replacement tasks, checked as job_submit checks them (names unique within the job)."""
     if not isinstance(tasks, list) or not tasks:
         raise fail("tasks", "A job needs at least one task.")
     if len(tasks) > max_tasks_per_job():
@@ -165,12 +164,7 @@ def _checked_tasks(job: Job, tasks: Any) -> list[dict[str, Any]]:
         if name in seen:
             raise fail(f"tasks[{i}].name", f"Duplicate task name {name!r}.")
         seen.add(name)
-    taken = set(Task.objects.filter(job__namespace=job.namespace, name__in=names).exclude(job=job)
-                .values_list("name", flat=True))
-    if taken:
-        i = next(i for i, n in enumerate(names) if n in taken)
-        raise fail(f"tasks[{i}].name", f"Task {job.namespace}/{names[i]} already exists.")
-    return checked
+    return checked  # names are unique per job (the scheduler keys tasks "namespace/job/task")
 
 
 @transaction.atomic

@@ -2,56 +2,44 @@
 
 from __future__ import annotations
 
-from collections import Counter
+from contextlib import nullcontext
 from typing import Any
 
-from django.conf import settings
-from django.db import transaction
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from schedweb.audit import snapshots
 from schedweb.audit.models import AuditAction, AuditObjectType
 from schedweb.audit.services import record as audit_record
-from schedweb.core.default_queue import (
-    default_queue_name,
-    ensure_default_queue,
-    global_default_priority_class,
+from schedweb.core.job_store import insert_drafts, load_context, resolve
+from schedweb.core.job_submission import (
+    JobExists,
+    check_job_shape,
+    check_task,
+    draft_job,
+    max_tasks_per_job,
 )
 from schedweb.core.models import (
     NODE_BOUND_TASK_STATUSES,
-    ROOT_QUEUE_NAME,
     TERMINAL_JOB_PHASES,
     TERMINAL_TASK_STATUSES,
     Job,
     JobPhase,
     Node,
-    PreemptionPolicy,
     PriorityClass,
     Queue,
-    QueueState,
     Task,
     TaskStatus,
 )
 from schedweb.core.validation import (
-    check_affinity,
     check_choice,
-    check_int,
-    check_name,
-    check_namespace,
-    check_seconds,
-    check_storable,
-    check_string_map,
     check_text,
-    check_tolerations,
-    check_topology_spread_constraints,
     fail,
-    parse_resources,
 )
 
-DEFAULT_POLICY = PreemptionPolicy.PREEMPT_LOWER_PRIORITY
-TASK_KEYS = frozenset({"name", "role", "request", "priority", "preemption_policy", "preemptable",
-                       "labels", "node_selector", "tolerations", "affinity", "topology_spread_constraints",
-                       "duration", "status", "node"})
+__all__ = ["TASK_TRANSITIONS", "JobExists", "job_cancel", "job_cancel_many", "job_submit",
+           "max_tasks_per_job", "task_set_status"]
 
 # Legal task status changes (node agents, the scheduler, cancellation). Terminal is final.
 TASK_TRANSITIONS: dict[str, frozenset[str]] = {
@@ -81,139 +69,64 @@ def _resolve(model: type, value: Any, field: str, label: str) -> Any:
 
 
 def _check_task(raw: Any, i: int, nodes: dict[str, Node]) -> dict[str, Any]:
-    """One task dict of job_submit, checked; errors name `tasks[i].<key>`."""
-    where = f"tasks[{i}]"
-    if not isinstance(raw, dict):
-        raise fail(where, "Expected a task object.")
-    unknown = sorted(set(raw) - TASK_KEYS, key=str)
-    if unknown:
-        check_text(str(unknown[0]), where, max_length=253)
-        raise fail(f"{where}.{unknown[0]}", "Unknown field.")
-    check_storable(raw, where)
-    status = check_choice(raw.get("status", TaskStatus.PENDING), f"{where}.status", TaskStatus.values)
-    node = raw.get("node")
-    if isinstance(node, Node):
-        node = node.name
-    if node is not None:
-        if node not in nodes:
-            found = Node.objects.filter(name=node).first()
-            if found is None:
-                raise fail(f"{where}.node", f"Unknown node {node!r}.")
-            nodes[node] = found
-        if status == TaskStatus.PENDING:
-            raise fail(f"{where}.node", "A Pending task is not on a node.")
-    elif status in NODE_BOUND_TASK_STATUSES:
-        raise fail(f"{where}.node", f"A {status} task needs a node.")
-    now = timezone.now()
-    return {
-        "name": check_name(raw.get("name"), f"{where}.name"),
-        "role": check_text(raw.get("role"), f"{where}.role", max_length=63),
-        "request": parse_resources(raw.get("request") or {}, f"{where}.request"),
-        "priority": check_int(raw.get("priority"), f"{where}.priority", nullable=True),
-        "preemption_policy": check_choice(raw.get("preemption_policy", DEFAULT_POLICY),
-                                          f"{where}.preemption_policy", PreemptionPolicy.values),
-        "preemptable": bool(raw.get("preemptable", True)),
-        "labels": check_string_map(raw.get("labels"), f"{where}.labels"),
-        "node_selector": check_string_map(raw.get("node_selector"), f"{where}.node_selector"),
-        "tolerations": check_tolerations(raw.get("tolerations"), f"{where}.tolerations"),
-        "affinity": check_affinity(raw.get("affinity"), f"{where}.affinity"),
-        "topology_spread_constraints": check_topology_spread_constraints(
-            raw.get("topology_spread_constraints"), f"{where}.topology_spread_constraints"),
-        "duration": check_seconds(raw.get("duration"), f"{where}.duration"),
-        "status": status,
-        "node": nodes[node] if node is not None else None,
-        "started": now if status in (TaskStatus.RUNNING, *TERMINAL_TASK_STATUSES) else None,
-        "finished": now if status in TERMINAL_TASK_STATUSES else None,
-    }
+    """One task dict as a Task's fields, checked; errors name `tasks[i].<key>` (job_apply and the
+    manifest import; a `replicas` entry is expanded only by job_submit)."""
+    checked = check_task(raw, i, nodes)
+    checked.pop("replicas", None)
+    return checked
 
 
-def _check_job_shape(tasks: list[dict[str, Any]], min_member: Any, min_task_member: Any) -> dict[str, int]:
-    check_int(min_member, "min_member", minimum=0)
-    if min_member > len(tasks):
-        raise fail("min_member", f"min_member {min_member} is above the task count {len(tasks)}.")
-    roles: dict[str, int] = {}
-    for task in tasks:
-        roles[task["role"]] = roles.get(task["role"], 0) + 1
-    if min_task_member is None:
-        return {}
-    if not isinstance(min_task_member, dict):
-        raise fail("min_task_member", "Expected an object of role -> minimum task count.")
-    check_storable(min_task_member, "min_task_member")
-    for role, n in min_task_member.items():
-        check_int(n, "min_task_member", minimum=0)
-        if n > roles.get(role, 0):
-            raise fail("min_task_member", f"Role {role!r} needs {n} task(s) but the job has "
-                                          f"{roles.get(role, 0)}.")
-    return dict(min_task_member)
+_check_job_shape = check_job_shape
 
 
-def max_tasks_per_job() -> int:
-    """settings.MAX_TASKS_PER_JOB (env, default 10,000): bounded work per submission."""
-    return int(getattr(settings, "MAX_TASKS_PER_JOB", 10_000))
+def _savepoint() -> Any:
+    """A savepoint inside an outer transaction (it stays usable after a refused insert); none in
+    autocommit, where the one insert statement is its own transaction."""
+    return transaction.atomic() if connection.in_atomic_block else nullcontext()
 
 
-@transaction.atomic
 def job_submit(*, namespace: str, name: str, queue: Queue | str | None = None, tasks: list[dict[str, Any]],
                min_member: int = 1, min_task_member: dict[str, int] | None = None,
                min_resources: Any = None, priority_class: PriorityClass | str | None = None,
                preemptable: bool = True, sla_waiting_time: float | None = None, submitted_by=None,
                idempotency_key: str | None = None, idempotency_hash: str = "",
-               phase: str = JobPhase.PENDING) -> Job:
+               phase: str = JobPhase.PENDING, passthrough: dict[str, Any] | None = None) -> Job:
     """Submit a job with its tasks into an open leaf queue (None: the default queue).
 
     Tasks are dicts (name, role, request quantities, priority, preemption_policy, preemptable,
     labels, node_selector, tolerations, affinity, topology_spread_constraints, duration; imports
-    and the demo may also give status and node); at most settings.MAX_TASKS_PER_JOB of them.
-    `phase` is for imports and the demo; new jobs are Pending. `idempotency_hash` is the hash of
-    the request body the `idempotency_key` came with (schedweb.api.commands compares it).
-    A job without a priority class gets the globalDefault class, if any (Kubernetes' admission).
+    and the demo may also give status and node; `replicas: N` stands for N tasks named
+    `<job>-<task>-<index>`); at most settings.MAX_TASKS_PER_JOB of them. Task names are unique
+    within the job. `phase` is for imports and the demo; new jobs are Pending.
+    `idempotency_hash` is the hash of the request body the `idempotency_key` came with
+    (schedweb.api.commands compares it). A job without a priority class gets the globalDefault
+    class, if any (Kubernetes' admission). Every problem found is reported at once (one
+    ValidationError naming each path); a taken name alone is `JobExists`. The job and all its
+    tasks are written in one statement (schedweb.core.job_store).
     """
-    check_namespace(namespace)
-    check_name(name)
-    if isinstance(queue, str) and queue == ROOT_QUEUE_NAME:
-        raise fail("queue", f'"{ROOT_QUEUE_NAME}" is the implicit root queue; jobs go into leaf queues only.')
-    if idempotency_key is not None:
-        check_text(idempotency_key, "Idempotency-Key", max_length=255)
-    if not isinstance(tasks, list) or not tasks:
-        raise fail("tasks", "A job needs at least one task.")
-    limit = max_tasks_per_job()
-    if len(tasks) > limit:
-        raise fail("tasks", f"A job may have at most {limit} tasks (MAX_TASKS_PER_JOB), got {len(tasks)}.")
-    if Job.objects.filter(namespace=namespace, name=name).exists():
-        raise fail("name", f"Job {namespace}/{name} already exists.")
-    if queue is None or queue == "" or queue == default_queue_name():
-        queue = ensure_default_queue()  # Volcano: jobs naming no queue go to "default"
-    queue_obj = _resolve(Queue, queue, "queue", "queue")
-    if queue_obj.children.exists():
-        raise fail("queue", f"Queue {queue_obj.name!r} has child queues; jobs go into leaf queues only.")
-    if queue_obj.state != QueueState.OPEN:
-        raise fail("queue", f"Queue {queue_obj.name!r} is {queue_obj.state}; it accepts no new jobs.")
-    pc = _resolve(PriorityClass, priority_class, "priority_class", "priority class")
-    if pc is None:
-        pc = global_default_priority_class()
-    check_choice(phase, "phase", JobPhase.values)
-    nodes: dict[str, Node] = {}
-    checked = [_check_task(raw, i, nodes) for i, raw in enumerate(tasks)]
-    names = [t["name"] for t in checked]
-    dupes = sorted(n for n, count in Counter(names).items() if count > 1)  # linear: jobs have 10k tasks
-    if dupes:
-        raise fail("tasks", f"Duplicate task name {dupes[0]!r}.")
-    taken = set(Task.objects.filter(job__namespace=namespace, name__in=names).values_list("name", flat=True))
-    if taken:
-        i = next(i for i, n in enumerate(names) if n in taken)
-        raise fail(f"tasks[{i}].name", f"Task {namespace}/{names[i]} already exists.")
-    roles = _check_job_shape(checked, min_member, min_task_member)
-    job = Job.objects.create(
-        namespace=namespace, name=name, queue=queue_obj, min_member=min_member, min_task_member=roles,
-        min_resources=parse_resources(min_resources, "min_resources"), priority_class=pc,
-        phase=phase, preemptable=bool(preemptable),
-        sla_waiting_time=check_seconds(sla_waiting_time, "sla_waiting_time"),
-        submitted_by=submitted_by, idempotency_key=idempotency_key or None,
-        idempotency_hash=(idempotency_hash or "") if idempotency_key else "",
-        finished=timezone.now() if phase in TERMINAL_JOB_PHASES else None,
-    )
-    Task.objects.bulk_create(Task(job=job, **fields) for fields in checked)
+    draft = draft_job(namespace=namespace, name=name, queue=queue, tasks=tasks, min_member=min_member,
+                      min_task_member=min_task_member, min_resources=min_resources,
+                      priority_class=priority_class, preemptable=preemptable,
+                      sla_waiting_time=sla_waiting_time,
+                      submitted_by=submitted_by, idempotency_key=idempotency_key,
+                      idempotency_hash=idempotency_hash, phase=phase, passthrough=passthrough)
+    resolve(draft, load_context([draft]))
+    if not draft.ok:
+        raise draft.problems.error()
+    try:
+        with _savepoint():
+            [(job, _)] = insert_drafts([draft])
+    except IntegrityError as exc:
+        raise integrity_error(exc, namespace, name) from None
     return job
+
+
+def integrity_error(exc: IntegrityError, namespace: str, name: str) -> Exception:
+    """What a refused insert means: JobExists for a name taken meanwhile, else the error itself."""
+    constraint = getattr(getattr(exc.__cause__, "diag", None), "constraint_name", None) or str(exc)
+    if "job_namespace_name_unique" in constraint or "core_job.namespace, core_job.name" in constraint:
+        return JobExists({"name": [f"Job {namespace}/{name} already exists."]})
+    return exc
 
 
 @transaction.atomic
@@ -238,6 +151,44 @@ def job_cancel(*, job: Job, actor: Any = None) -> Job:
                  before=before, after=snapshots.job_snapshot(job), actor=actor, queue_id=job.queue_id,
                  parent_queue_id=job.queue.parent_id)
     return job
+
+
+@transaction.atomic
+def job_cancel_many(*, job_ids: list[int], actor: Any = None) -> dict[int, Job | ValidationError]:
+    """Cancel many jobs at once, as job_cancel each (same task and phase changes, one audit entry
+    per job), in one transaction with set-based updates; the jobs are locked in id order first
+    (the project's lock order: jobs before their tasks, as the cycle locks them).
+
+    Returns per job id the cancelled job (an already cancelled one unchanged) or the
+    ValidationError that refused it (a completed job); ids of no job are left out.
+    """
+    jobs = list(Job.objects.select_related("queue").select_for_update(of=("self",))
+                .filter(pk__in=sorted(set(job_ids))).order_by("id"))
+    out: dict[int, Job | ValidationError] = {}
+    todo: list[Job] = []
+    for job in jobs:
+        if job.phase == JobPhase.CANCELLED:
+            out[job.pk] = job
+        elif job.phase == JobPhase.COMPLETED:
+            out[job.pk] = fail("phase", f"Job {job.uid} has already completed.")
+        else:
+            todo.append(job)
+    if not todo:
+        return out
+    now, ids = timezone.now(), [job.pk for job in todo]
+    Task.objects.filter(job_id__in=ids, status__in=(TaskStatus.PENDING, TaskStatus.PIPELINED)).update(
+        status=TaskStatus.FAILED, node=None, finished=now, updated=now)
+    holding = (TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING)
+    Task.objects.filter(job_id__in=ids, status__in=holding).update(status=TaskStatus.RELEASING, updated=now)
+    Job.objects.filter(pk__in=ids).update(phase=JobPhase.CANCELLED, finished=now, updated=now)
+    for job in todo:
+        before = snapshots.job_snapshot(job)
+        job.phase, job.finished, job.updated = JobPhase.CANCELLED, now, now
+        audit_record(action=AuditAction.CANCEL, object_type=AuditObjectType.JOB, object_key=job.uid,
+                     before=before, after=snapshots.job_snapshot(job), actor=actor, queue_id=job.queue_id,
+                     parent_queue_id=job.queue.parent_id)
+        out[job.pk] = job
+    return out
 
 
 @transaction.atomic

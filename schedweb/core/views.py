@@ -2,31 +2,26 @@
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import logging
 
-from django.apps import apps
 from django.db import connection
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
-logger = logging.getLogger(__name__)
+from schedweb.scheduling.health import scheduler_health
 
-# Extension point: schedweb.scheduling may provide health.scheduler_health() -> dict.
-SCHEDULER_HEALTH_MODULE = "schedweb.scheduling.health"
+logger = logging.getLogger(__name__)
 
 
 def scheduler_state() -> dict:
-    """The scheduler's own health dict, or {"state": "unknown"} until the loop reports one."""
-    if apps.is_installed("schedweb.scheduling") and importlib.util.find_spec(SCHEDULER_HEALTH_MODULE):
-        try:
-            return dict(importlib.import_module(SCHEDULER_HEALTH_MODULE).scheduler_health())
-        except Exception:  # the probe must answer even when the scheduler part is broken
-            logger.exception("scheduler_health failed")
-            return {"state": "error"}
-    return {"state": "unknown"}
+    """The scheduler's own health dict (schedweb.scheduling.health), {"state": "unknown"} until the
+    loop reports one, {"state": "error"} when reading it fails."""
+    try:
+        return dict(scheduler_health())
+    except Exception:  # the probe must answer even when the scheduler part is broken
+        logger.exception("scheduler_health failed")
+        return {"state": "error"}
 
 
 def database_ok() -> bool:

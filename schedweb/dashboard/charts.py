@@ -5,12 +5,10 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.utils import timezone
-
-from schedweb.dashboard import cycles
 from schedweb.dashboard.cluster import Cluster
 from schedweb.dashboard.selectors import QueueView
 from schedweb.dashboard.units import dim_label, dim_unit, to_display
+from schedweb.scheduling.history import queue_history, window
 
 RANGES: dict[str, timedelta | None] = {
     "15m": timedelta(minutes=15), "1h": timedelta(hours=1), "6h": timedelta(hours=6),
@@ -60,16 +58,16 @@ def history_figure(history: list[dict[str, Any]], dim: str) -> dict[str, Any]:
 
 
 def queue_charts(view: QueueView, dims: list[str], range_key: str) -> dict[str, Any]:
-    """{"range", "figures": {div id: figure}} for the queue page's charts."""
-    span = RANGES.get(range_key, RANGES[DEFAULT_RANGE])
-    since = None if span is None else timezone.now() - span
-    history = cycles.sample_history(view.queue.name, since)
+    """{"range", "samples", "points", "bucket_seconds", "figures": {div id: figure}} for the queue page."""
+    key = range_key if range_key in RANGES else DEFAULT_RANGE
+    # Downsampled like the API's history endpoint (schedweb.scheduling.history).
+    history = queue_history(view.queue.name, window(RANGES[key]))
     figures: dict[str, Any] = {}
     for dim in dims:
         figures[f"chart-{dim_key(dim)}-current"] = current_figure(view, dim)
-        figures[f"chart-{dim_key(dim)}-history"] = history_figure(history, dim)
-    return {"range": range_key if range_key in RANGES else DEFAULT_RANGE, "samples": len(history),
-            "figures": figures}
+        figures[f"chart-{dim_key(dim)}-history"] = history_figure(history.points, dim)
+    return {"range": key, "samples": history.samples, "points": len(history.points),
+            "bucket_seconds": history.bucket_seconds, "figures": figures}
 
 
 def node_heatmap(cluster: Cluster) -> dict[str, Any]:

@@ -9,11 +9,10 @@ from datetime import datetime, timedelta
 from django.db.models import Count
 from django.utils import timezone
 
+from schedweb.core.choices import NODE_BOUND_TASK_STATUSES
 from schedweb.core.models import Node, Task
 from schedweb.dashboard.units import add_into, dims_of, percent
 
-# Statuses in which a task takes room on its node (scheduler_core's OCCUPYING_STATUSES + pipelined).
-OCCUPYING = ("Allocated", "Pipelined", "Binding", "Bound", "Running", "Releasing")
 # Node metrics older than this are stale (scheduler_core's usage plugin uses the same 300 s).
 USAGE_FRESH = timedelta(seconds=300)
 
@@ -64,7 +63,7 @@ def load_cluster() -> Cluster:
     nodes = list(Node.objects.order_by("name"))
     allocated: dict[int, dict[str, float]] = defaultdict(dict)
     counts: dict[int, int] = defaultdict(int)
-    rows = (Task.objects.filter(status__in=OCCUPYING, node__isnull=False)
+    rows = (Task.objects.filter(status__in=NODE_BOUND_TASK_STATUSES, node__isnull=False)
             .values("node_id", "request").annotate(n=Count("id")).order_by())
     for row in rows:
         add_into(allocated[row["node_id"]], row["request"], row["n"])

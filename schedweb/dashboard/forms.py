@@ -1,17 +1,21 @@
-"""The queue edit form: validation is the write service's (schedweb.core.services.queue_update),
-the same rules the API applies; its field errors show on the form."""
+"""The queue edit form and the API token form: validation is the write service's
+(schedweb.core.services.queue_update, schedweb.api.services.token_create), the same rules the API
+applies; its field errors show on the form."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from django import forms
 from django.core.exceptions import ValidationError
+from django.utils import timezone
 
+from schedweb.api.services import token_create
 from schedweb.core import services
 from schedweb.core.forms import add_service_errors
 from schedweb.core.models import Queue
-from schedweb.core.validation import resources_for_input
+from schedweb.core.quantities import to_quantities
 
 RESOURCE_HELP = 'Quantities, e.g. {"cpu": "4", "memory": "16Gi", "nvidia.com/gpu": 1}. Empty = unset.'
 RESOURCE_FIELDS = ("capability", "deserved", "guarantee")
@@ -26,7 +30,12 @@ class ResourceMapField(forms.JSONField):
 
 
 class QueueEditForm(forms.Form):
-    """Weight, priority, reclaimable and the three resource maps of one queue."""
+    """Weight, priority, reclaimable and the three resource maps of one queue.
+
+    Resource maps show as quantities a person writes ({"memory": "16Gi"},
+    schedweb.core.quantities.to_quantities), which the service parses back to the same stored
+    value. `ignored` maps a field to why the active configuration ignores it (conf_fields); the
+    page prints it beside the field (`field.field.ignored`)."""
 
     weight = forms.IntegerField(help_text="Share of the parent's resources relative to siblings (>= 1).")
     priority = forms.IntegerField(help_text="Higher-priority queues are served first.")
@@ -35,16 +44,19 @@ class QueueEditForm(forms.Form):
     deserved = ResourceMapField(required=False, help_text=RESOURCE_HELP)
     guarantee = ResourceMapField(required=False, help_text=RESOURCE_HELP)
 
-    def __init__(self, *args: Any, queue: Queue, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, queue: Queue, ignored: dict[str, str] | None = None,
+                 **kwargs: Any) -> None:
         self.queue = queue
         kwargs.setdefault("initial", {
             "weight": queue.weight, "priority": queue.priority, "reclaimable": queue.reclaimable,
-            # Input units, so saving an unchanged form parses back to the same stored map.
-            **{f: resources_for_input(getattr(queue, f)) for f in RESOURCE_FIELDS},
+            # Quantities as written ("16Gi", "500m"): saving an unchanged form stores the same map.
+            **{f: to_quantities(getattr(queue, f)) for f in RESOURCE_FIELDS},
         })
         super().__init__(*args, **kwargs)
         for name in ("weight", "priority"):
             self.fields[name].widget.attrs["class"] = "narrow"
+        for name, field in self.fields.items():
+            field.ignored = (ignored or {}).get(name, "")  # type: ignore[attr-defined]
 
     def clean(self) -> dict[str, Any]:
         """Run the service; its ValidationError becomes form errors and nothing is saved."""
@@ -53,6 +65,39 @@ class QueueEditForm(forms.Form):
             return data
         try:
             self.queue = services.queue_update(queue=self.queue, **{k: data.get(k) for k in self.fields})
+        except ValidationError as exc:
+            add_service_errors(self, exc)
+        return data
+
+
+# Token lifetimes offered on the tokens page (days; None = never expires).
+TOKEN_EXPIRY_CHOICES = [("7", "7 days"), ("30", "30 days"), ("90", "90 days"), ("365", "1 year"),
+                        ("never", "never")]
+TOKEN_EXPIRY_DEFAULT = "90"
+
+
+class TokenCreateForm(forms.Form):
+    """A name and a lifetime; the token is made by schedweb.api.services.token_create (the API's)."""
+
+    name = forms.CharField(max_length=100, help_text="What uses it, e.g. the portal or a laptop script.")
+    expires = forms.ChoiceField(choices=TOKEN_EXPIRY_CHOICES, initial=TOKEN_EXPIRY_DEFAULT,
+                                help_text="After this the key stops working; revoke it sooner below.")
+
+    def __init__(self, *args: Any, user: Any, **kwargs: Any) -> None:
+        self.user = user
+        self.token: Any = None
+        self.key: str | None = None
+        super().__init__(*args, **kwargs)
+
+    def clean(self) -> dict[str, Any]:
+        """Create the token; the service's ValidationError becomes form errors."""
+        data = super().clean()
+        if self.errors:
+            return data
+        days = data["expires"]
+        expires = None if days == "never" else timezone.now() + timedelta(days=int(days))
+        try:
+            self.token, self.key = token_create(user=self.user, name=data["name"], expires=expires)
         except ValidationError as exc:
             add_service_errors(self, exc)
         return data

@@ -1,22 +1,28 @@
-"""Queue reads shared by the pages: the tree with its latest figures, set-based.
+"""Queue reads shared by the pages: the tree with the latest cycle's committed figures.
 
-Figures come from the API's selectors (allocated / request / pending jobs, rolled up the tree)
-and the newest cycle's QueueSample rows (deserved, real capability, share); four queries
-whatever the size of the tree.
+One source of truth per cycle (issue 16, item 1): a queue's allocated, request, deserved and real
+capability are the figures the newest scheduling cycle committed (its QueueSample rows), the very
+numbers every reason of that cycle quotes. Only a queue the cycle did not report falls back: a
+leaf to what its tasks hold now (schedweb.scheduling.selectors), a parent to the sums of its children.
+Which jobs wait for a queue's share comes from their reasons (schedweb.dashboard.share_waits).
+A handful of queries whatever the size of the tree.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
-from schedweb.api.selectors import queue_tree
 from schedweb.core.models import Queue
-from schedweb.dashboard import cycles
+from schedweb.dashboard.share_waits import ShareWait, share_waits
 from schedweb.dashboard.units import add_into, dim_label, fmt, percent
+from schedweb.scheduling.selectors import latest_samples, queue_tree
 
 # Amounts below this (stored units: milli-cpu, bytes, milli-GPU) count as zero when comparing.
 EPSILON = 1.0
+# Where a queue's figures come from.
+SOURCE_CYCLE, SOURCE_LIVE, SOURCE_CHILDREN = "cycle", "live", "children"
 
 
 @dataclass
@@ -70,12 +76,6 @@ class Bar:
         """Allocated above deserved on this resource."""
         return self.deserved is not None and self.allocated > self.deserved + EPSILON
 
-    @property
-    def starving(self) -> bool:
-        """Pending demand while allocated is below deserved on this resource."""
-        return (self.deserved is not None and self.pending > EPSILON
-                and self.allocated + EPSILON < self.deserved)
-
 
 @dataclass
 class QueueView:
@@ -93,8 +93,10 @@ class QueueView:
     overused: bool
     pending_jobs: int
     explanation: dict[str, Any] | None
+    source: str = SOURCE_CYCLE
     child_names: list[str] = field(default_factory=list)
     bars: list[Bar] = field(default_factory=list)
+    waits: ShareWait | None = None
 
     @property
     def name(self) -> str:
@@ -108,10 +110,9 @@ class QueueView:
 
     @property
     def starving(self) -> bool:
-        """Jobs pending while allocated is below deserved on every resource they still need
-        (a queue at its deserved share on one of them waits for itself, not for others)."""
-        wanted = [b for b in self.bars if b.pending > EPSILON]
-        return self.pending_jobs > 0 and bool(wanted) and all(b.starving for b in wanted)
+        """A waiting job's reason names this queue's share (QueueOverDeserved / QueueOverCapability
+        at this queue): each job counts at the one queue its reason names, never at its ancestors."""
+        return self.waits is not None
 
     @property
     def is_leaf(self) -> bool:
@@ -128,17 +129,13 @@ class QueueTree:
     dims: list[str]
     cluster_total: dict[str, float]
     has_samples: bool
+    cycle_id: int | None = None
+    cycle_time: datetime | None = None
 
     def chain(self, name: str) -> list[QueueView]:
         """The queue and its ancestors, top level first."""
         view = self.by_name[name]
         return [self.by_name[n] for n in view.path]
-
-
-def _first(figures: dict[str, Any], sample: dict[str, Any], key: str) -> Any:
-    """The API's figure when it has one (the cycle-only figures may move there), else the sample's."""
-    value = figures.get(key)
-    return sample.get(key) if value is None else value
 
 
 def _pending(request: dict[str, float], allocated: dict[str, float]) -> dict[str, float]:
@@ -156,42 +153,61 @@ def _frame(dim: str, queue: Queue, real_capability: dict | None,
     return total.get(dim), "cluster"
 
 
+SAMPLE_KEYS = ("cycle_id", "created", "deserved", "allocated", "request", "real_capability", "share",
+               "overused", "explanation")
+
+
 def build_tree(cluster_total: dict[str, float], dims: list[str]) -> QueueTree:
-    """The whole hierarchy with figures and bars; parents without a sample get their children's
-    deserved summed (proportion computes deserved for leaves only)."""
-    queues, children, figures = queue_tree()
-    samples = cycles.latest_samples()
+    """The whole hierarchy with the newest cycle's figures and bars (see the module docstring)."""
+    queues, children, live = queue_tree()
+    samples = latest_samples(SAMPLE_KEYS)
+    waits = share_waits()
     rows: list[QueueView] = []
     by_name: dict[str, QueueView] = {}
 
     def visit(queue: Queue, depth: int, path: list[str]) -> QueueView:
-        fig = figures.get(queue.id) or {}
-        sample = samples.get(queue.name) or {}
-        allocated = dict(fig.get("allocated") or {})
-        request = dict(fig.get("request") or {})
+        now = live.get(queue.id) or {}
+        sample = samples.get(queue.name)
         view = QueueView(
-            queue=queue, depth=depth, path=[*path, queue.name], allocated=allocated, request=request,
-            pending=_pending(request, allocated), deserved=_first(fig, sample, "deserved"),
-            real_capability=_first(fig, sample, "real_capability"), share=_first(fig, sample, "share"),
-            overused=bool(sample.get("overused")), pending_jobs=int(fig.get("pending_jobs") or 0),
-            explanation=sample.get("explanation"),
-            child_names=[c.name for c in children.get(queue.id, ())])
+            queue=queue, depth=depth, path=[*path, queue.name], allocated={}, request={}, pending={},
+            deserved=None, real_capability=None, share=None, overused=False,
+            pending_jobs=int(now.get("pending_jobs") or 0), explanation=None,
+            child_names=[c.name for c in children.get(queue.id, ())], waits=waits.get(queue.name))
         rows.append(view)
         by_name[queue.name] = view
         kids = [visit(c, depth + 1, view.path) for c in children.get(queue.id, ())]
-        if view.deserved is None and kids and all(k.deserved is not None for k in kids):
-            summed: dict[str, float] = {}
+        if sample is not None:
+            view.allocated = dict(sample.get("allocated") or {})
+            view.request = dict(sample.get("request") or {})
+            view.deserved, view.real_capability = sample.get("deserved"), sample.get("real_capability")
+            view.share, view.overused = sample.get("share"), bool(sample.get("overused"))
+            view.explanation = sample.get("explanation")
+        elif kids:
+            # A parent the queue plugin does not report (flat plugins): its children's sums.
+            view.source = SOURCE_CHILDREN
             for k in kids:
-                add_into(summed, k.deserved)
-            view.deserved = summed
+                add_into(view.allocated, k.allocated)
+                add_into(view.request, k.request)
+            if all(k.deserved is not None for k in kids):
+                view.deserved = {}
+                for k in kids:
+                    add_into(view.deserved, k.deserved)
+        else:
+            # A leaf the cycle did not see (no jobs then, or no cycle yet): what its tasks hold now.
+            view.source = SOURCE_LIVE
+            view.allocated = dict(now.get("allocated") or {})
+            view.request = dict(now.get("request") or {})
+        view.pending = _pending(view.request, view.allocated)
         return view
 
     for top in children.get(None, ()):
         visit(top, 0, [])
     for view in rows:
         view.bars = _bars(view, dims, cluster_total)
+    newest = max(samples.values(), key=lambda s: s.get("cycle_id") or 0) if samples else {}
     return QueueTree(rows=rows, by_name=by_name, dims=dims, cluster_total=cluster_total,
-                     has_samples=bool(samples))
+                     has_samples=bool(samples), cycle_id=newest.get("cycle_id"),
+                     cycle_time=newest.get("created"))
 
 
 def _bars(view: QueueView, dims: list[str], total: dict[str, float]) -> list[Bar]:

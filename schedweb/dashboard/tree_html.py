@@ -10,7 +10,7 @@ from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 from schedweb.dashboard.selectors import Bar, QueueView
-from schedweb.dashboard.units import fmt
+from schedweb.dashboard.units import fmt_ratio
 
 
 def bar_html(bar: Bar) -> str:
@@ -30,8 +30,8 @@ def bar_html(bar: Bar) -> str:
 
 
 def _cell(bar: Bar) -> str:
-    return (f'<span class="cell">{bar_html(bar)}<small>{escape(fmt(bar.dim, bar.allocated))} / '
-            f"{escape(fmt(bar.dim, bar.deserved))}</small></span>")
+    ratio = escape(fmt_ratio(bar.dim, bar.allocated, bar.deserved))
+    return f'<span class="cell">{bar_html(bar)}<small>{ratio}</small></span>'
 
 
 def _summary(view: QueueView, url: str) -> str:
@@ -39,8 +39,9 @@ def _summary(view: QueueView, url: str) -> str:
     tags = ""
     if view.borrowing:
         tags += ' <span class="tag borrow">borrowing</span>'
-    if view.starving:
-        tags += ' <span class="tag starve">starving</span>'
+    if view.waits is not None:
+        title = f"{view.waits.jobs} waiting job(s) name this queue's share as their reason"
+        tags += f' <span class="tag starve" title="{escape(title)}">starving</span>'
     if view.pending_jobs:
         tags += f' <span class="muted small">{view.pending_jobs} pending</span>'
     state = escape(queue.state)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from schedweb.dashboard.views import audit, jobs, mine, nodes, overview, queues
+from schedweb.dashboard.views import audit, job_lists, jobs, mine, nodes, overview, queues, tokens
 
 app_name = "dashboard"
 
@@ -17,10 +17,15 @@ urlpatterns = [
     path("queues/<str:name>/edit/", queues.queue_edit, name="queue-edit"),
     path("queues/<str:name>/state/", queues.queue_state, name="queue-state"),
     path("jobs/pending/", jobs.pending_list, name="pending"),
+    path("jobs/", job_lists.job_list, name="jobs"),
+    path("jobs/mine/", job_lists.my_jobs, name="my-jobs"),
+    path("jobs/<str:namespace>/<str:name>/cancel/", job_lists.job_cancel, name="job-cancel"),
     path("jobs/<str:namespace>/<str:name>/", jobs.job_detail, name="job"),
     path("nodes/", nodes.nodes, name="nodes"),
     path("mine/", mine.my_queues, name="mine"),
     path("audit/", audit.audit_log, name="audit"),
+    path("tokens/", tokens.tokens, name="tokens"),
+    path("tokens/<int:pk>/revoke/", tokens.token_revoke_view, name="token-revoke"),
     path("accounts/login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(next_page="dashboard:login"), name="logout"),
 ]

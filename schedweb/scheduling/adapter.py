@@ -33,7 +33,14 @@ from scheduler_core.resources import Resource
 from schedweb.core.models import TERMINAL_JOB_PHASES
 from schedweb.scheduling.snapshot_sql import HOLDING_STATUSES, fetch_all
 
-__all__ = ["HOLDING_STATUSES", "Decoder", "JobRow", "LoadedState", "figures_json", "load_state", "memo_json"]
+__all__ = ["HOLDING_STATUSES", "Decoder", "JobRow", "LoadedState", "figures_json", "load_state", "memo_json",
+           "task_key"]
+
+
+def task_key(namespace: str, job: str, task: str) -> str:
+    """The scheduler's key of a task: "namespace/job/task" (task names are unique per job, so two
+    jobs of a namespace may both have a task `w0`)."""
+    return f"{namespace}/{job}/{task}"
 
 
 def memo_json() -> Callable[[str | None], Any]:
@@ -68,7 +75,8 @@ class LoadedState:
     """The snapshot plus the row identities the write phase needs."""
 
     snapshot: ClusterSnapshot
-    # uid -> (id, status, `updated` as the database's text: compared back exactly at write time,
+    # task key ("namespace/job/task", task_key) -> (id, status, `updated` as the database's text:
+    # compared back exactly at write time,
     # job id: the write phase locks the jobs of the tasks it changes)
     tasks: dict[str, tuple[int, str, str, int]] = field(default_factory=dict)
     jobs: dict[str, JobRow] = field(default_factory=dict)                      # uid -> row
@@ -203,7 +211,7 @@ class Decoder:
                                        js(r.node_selector) or {}, js(r.tolerations) or [], js(r.affinity),
                                        js(r.topology_spread_constraints) or [], js(r.labels) or {})
         return TaskInfo(
-            uid=f"{job.namespace}/{r.name}", name=r.name, namespace=job.namespace, job_uid=job.uid,
+            uid=f"{job.uid}/{r.name}", name=r.name, namespace=job.namespace, job_uid=job.uid,
             resreq=spec[0].clone(), status=status, node_name=node, role=r.role,
             priority=r.priority if r.priority is not None else job.priority,
             preemption_policy=r.preemption_policy,
@@ -251,7 +259,7 @@ def load_state(now: datetime, decoder: Decoder | None = None) -> LoadedState:
             continue
         node = node_names.get(r.node_id) if r.node_id else None
         if task_holds_unknown_node(r, node):
-            warnings.append(f"task {job.namespace}/{r.name}: {r.status} on an unknown node; skipped")
+            warnings.append(f"task {job.uid}/{r.name}: {r.status} on an unknown node; skipped")
             continue
         task = dec.task(r, job, node)
         tasks.append(task)

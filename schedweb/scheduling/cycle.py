@@ -28,6 +28,8 @@ from schedweb.scheduling import incremental, writes
 from schedweb.scheduling.adapter import LoadedState, figures_json
 from schedweb.scheduling.default_conf import schedweb_default_conf
 from schedweb.scheduling.models import CycleRun, QueueSample
+from schedweb.scheduling.sample_rollup import complete_samples
+from schedweb.scheduling.signals import cycle_finished
 
 logger = logging.getLogger(__name__)
 
@@ -91,6 +93,8 @@ def cycle_run(*, now: datetime | None = None) -> CycleRun:
         incremental.forget()  # the kept snapshot holds the rolled-back session's changes
         return CycleRun.objects.create(started=started, errors=f"{type(exc).__name__}: {exc}",
                                        duration_seconds=time.perf_counter() - t0)
+    finally:  # after the commit (the API prebuilds readers' bodies of the new data version)
+        cycle_finished.send_robust(sender=cycle_run)
 
 
 def _run_locked(started: datetime, t0: float) -> CycleRun:
@@ -128,7 +132,8 @@ def _run_locked(started: datetime, t0: float) -> CycleRun:
         conflicts=conflicts, warnings=state.warnings + list(result.warnings),
         rescheduling_ran=rescheduling_due, job_errors=len(result.job_errors), timing=dict(result.timing))
     incremental.finish(run.pk)
-    writes.insert_samples(_samples(run, result, started), previous)
+    # Flat plugins report only queues holding jobs: parents (and idle leaves) get samples too.
+    writes.insert_samples(complete_samples(_samples(run, result, started), state.snapshot.queues), previous)
     t3 = time.perf_counter()
     run.write_seconds, run.duration_seconds = t3 - t2, t3 - t0
     CycleRun.objects.filter(pk=run.pk).update(write_seconds=run.write_seconds,
@@ -255,8 +260,9 @@ def _write_jobs(changes: list[writes.JobChange], code_changed: set[int], same_co
     """Apply job changes and the reason history; returns conflicts."""
     applied = writes.update_jobs(changes, now)
     incremental.own_jobs([c for c in changes if c.id in applied])  # kept as written, not re-read
-    writes.write_reason_history([c for c in changes if c.id in applied and c.id in code_changed],
-                                same_code, now)
+    written = [c for c in changes if c.id in applied]
+    writes.write_reason_history([c for c in written if c.id in code_changed], same_code, now,
+                                reworded=[c for c in written if c.code and c.id not in code_changed])
     return len(changes) - len(applied)
 
 

@@ -12,22 +12,12 @@ from __future__ import annotations
 
 from scheduler_core.framework.conf import DEFAULT_CONF_YAML, SchedulerConf, parse_conf
 
-SCHEDWEB_DEFAULT_CONF_YAML = """\
-actions: "enqueue, allocate, backfill"
-tiers:
-  - plugins:
-      - name: priority
-      - name: gang
-      - name: conformance
-  - plugins:
-      - name: overcommit
-      - name: drf
-      - name: predicates
-      - name: capacity
-        enableHierarchy: true
-      - name: nodeorder
-      - name: binpack
-"""
+# Volcano's default YAML with this one line replaced, so the two cannot drift apart elsewhere.
+_PROPORTION = "      - name: proportion\n"
+if DEFAULT_CONF_YAML.count(_PROPORTION) != 1:
+    raise RuntimeError("Volcano's default configuration no longer lists proportion once")
+SCHEDWEB_DEFAULT_CONF_YAML = DEFAULT_CONF_YAML.replace(
+    _PROPORTION, "      - name: capacity\n        enableHierarchy: true\n")
 
 _SCHEDWEB_DEFAULT_CONF: SchedulerConf = parse_conf(SCHEDWEB_DEFAULT_CONF_YAML)
 

@@ -305,7 +305,7 @@ class Applier:
                 self._drop_task(known)
             return None
         node = self.node_names.get(r.node_id) if r.node_id else None
-        uid = f"{job.namespace}/{r.name}"
+        uid = f"{job.uid}/{r.name}"  # adapter.task_key
         if task_holds_unknown_node(r, node):
             state.warnings.append(f"task {uid}: {r.status} on an unknown node; skipped")
             if known is not None:

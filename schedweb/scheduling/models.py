@@ -85,3 +85,46 @@ class JobReasonHistory(models.Model):
 
     def __str__(self) -> str:
         return f"{self.job_id}: {self.code}"
+
+
+class ForecastRun(models.Model):
+    """One forecast (schedweb.scheduling.forecast_task): when it ran, how far it simulated, how long
+    it took. Only the newest few are kept; the estimates themselves are JobForecast rows."""
+
+    computed_at = models.DateTimeField(db_index=True)  # the forecast's `now`: the state it started from
+    until = models.DateTimeField(null=True, blank=True)  # the last simulated instant
+    cycles = models.PositiveIntegerField(default=0)
+    stop = models.CharField(max_length=16, blank=True, default="")  # Forecast.stop
+    jobs = models.PositiveIntegerField(default=0)  # waiting jobs answered
+    load_seconds = models.FloatField(default=0.0)
+    forecast_seconds = models.FloatField(default=0.0)
+    cpu_seconds = models.FloatField(default=0.0)
+    store_seconds = models.FloatField(default=0.0)
+    errors = models.TextField(blank=True, default="")
+
+    class Meta:
+        ordering = ["-computed_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"forecast {self.pk} at {self.computed_at:%Y-%m-%d %H:%M:%S}"
+
+
+class JobForecast(models.Model):
+    """The newest forecast's estimate for one waiting job; the table is replaced by each run.
+
+    A table of its own rather than fields on Job: writing Job rows would fire the change log
+    (every forecast a re-read of every waiting job by the cycle) and move the API's data version.
+    """
+
+    job = models.OneToOneField("core.Job", on_delete=models.CASCADE, primary_key=True,
+                               related_name="forecast")
+    estimated_start = models.DateTimeField(null=True, blank=True)  # None: see estimate_basis
+    estimate_basis = models.CharField(max_length=16)  # scheduler_core.forecast.Basis
+    computed_at = models.DateTimeField()  # ForecastRun.computed_at of the run that wrote it
+    until = models.DateTimeField()  # the last simulated instant (beyond_horizon: not before it)
+
+    class Meta:
+        ordering = ["job_id"]
+
+    def __str__(self) -> str:
+        return f"{self.job_id}: {self.estimate_basis} {self.estimated_start}"

@@ -1,4 +1,6 @@
-"""Celery tasks: the periodic scheduling cycle (plus the simulated agent when enabled)."""
+"""Celery tasks: the periodic scheduling cycle (plus the simulated agent when enabled); every
+FORECAST_EVERY_CYCLES-th cycle also sends the forecast (schedweb.scheduling.forecast_task) to
+Celery's default queue."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ from celery import shared_task
 from django.conf import settings
 from django.utils import timezone
 
-from schedweb.scheduling import demo_arrivals
+from schedweb.scheduling import demo_arrivals, forecast_task
 from schedweb.scheduling.agent import agent_step, report_heartbeats
 from schedweb.scheduling.cycle import cycle_run
 from schedweb.scheduling.models import CycleRun
@@ -48,4 +50,8 @@ def cycle_and_agent() -> dict:
 @shared_task(name="schedweb.scheduling.cycle", ignore_result=True)
 def scheduling_cycle() -> dict:
     """Beat entry point (every SCHEDULE_PERIOD seconds, expires after one period)."""
-    return cycle_and_agent()
+    out = cycle_and_agent()
+    # After the cycle has committed; sent, never run here, and never raises.
+    if sent := forecast_task.after_cycle(out, inline=False):
+        out["forecast"] = sent
+    return out

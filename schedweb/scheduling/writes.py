@@ -194,8 +194,11 @@ def _chunks(ids: Sequence[int]) -> Iterable[Sequence[int]]:
         yield ids[i:i + IN_CHUNK]
 
 
-def write_reason_history(changed: Sequence[JobChange], unchanged_ids: Sequence[int], now: datetime) -> int:
-    """Close the spans of jobs whose code changed, open new ones, stretch the unchanged ones.
+def write_reason_history(changed: Sequence[JobChange], unchanged_ids: Sequence[int], now: datetime,
+                         reworded: Sequence[JobChange] = ()) -> int:
+    """Close the spans of jobs whose code changed, open new ones, stretch the unchanged ones;
+    `reworded` jobs keep their code but the current span takes their new message and details
+    (the figures a reason quotes are the latest cycle's, in the history as on the job).
 
     Returns the number of history rows inserted.
     """
@@ -210,11 +213,21 @@ def write_reason_history(changed: Sequence[JobChange], unchanged_ids: Sequence[i
             if unchanged_ids:
                 cursor.execute(f"UPDATE {table} SET last_seen = %s WHERE current AND job_id = ANY(%s)",
                                [now, sorted(unchanged_ids)])
+            if reworded:
+                cursor.execute(
+                    f"UPDATE {table} t SET message = v.message, details = v.details "
+                    f"FROM unnest(%s::bigint[], %s::text[], %s::text[]::jsonb[]) "
+                    f"AS v(job_id, message, details) WHERE t.current AND t.job_id = v.job_id",
+                    [[c.id for c in reworded], [c.message for c in reworded],
+                     [json.dumps(c.details) for c in reworded]])
     else:
         for chunk in _chunks(changed_ids):
             JobReasonHistory.objects.filter(job_id__in=chunk, current=True).update(current=False)
         for chunk in _chunks(sorted(unchanged_ids)):
             JobReasonHistory.objects.filter(job_id__in=chunk, current=True).update(last_seen=now)
+        for c in reworded:  # the development path (SQLite): one UPDATE per job
+            JobReasonHistory.objects.filter(job_id=c.id, current=True).update(message=c.message,
+                                                                             details=c.details)
     rows = [JobReasonHistory(job_id=c.id, code=c.code, message=c.message, details=c.details,
                              first_seen=now, last_seen=now, current=True) for c in changed if c.code]
     JobReasonHistory.objects.bulk_create(rows, batch_size=1000)

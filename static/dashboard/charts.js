@@ -18,7 +18,12 @@
         const el = document.getElementById(id);
         if (el) await Plotly.react(el, figure.data, figure.layout, config);
       }
-      status.textContent = body.samples + " samples";
+      // Long windows are downsampled (schedweb.dashboard.history): say so, with the bucket length.
+      let text = body.samples + (body.samples === 1 ? " sample" : " samples");
+      if (body.bucket_seconds) {
+        text += ", " + body.points + " shown (newest of each " + Math.round(body.bucket_seconds) + " s)";
+      }
+      status.textContent = text;
       box.dataset.loaded = String(Number(box.dataset.loaded || 0) + 1);
     } catch (err) {
       status.textContent = "charts could not refresh (" + err.message + ")";

@@ -26,6 +26,9 @@ PAGES = [
     ("/queues/", "document.querySelector('#q-research .bar .alloc') !== null"),
     ("/queues/vision/", "document.getElementById('chart-cpu-history').querySelector('.main-svg') !== null"),
     ("/jobs/pending/", "document.getElementById('pending-rows') !== null"),
+    ("/jobs/", "document.getElementById('job-table') !== null"),
+    ("/jobs/mine/", "document.getElementById('state-tabs') !== null"),
+    ("/tokens/", "document.getElementById('token-create-form') !== null"),
     ("/jobs/nlp/gpt-giant/", "document.querySelector('#gang .bar') !== null"),
     ("/nodes/", "document.getElementById('node-heatmap').querySelector('.main-svg') !== null"),
     ("/mine/", "document.getElementById('my-queues') !== null"),
@@ -57,10 +60,18 @@ def test_every_page_renders_without_csp_violations(signed_in, live_server):
     console = _recording(page)
     problems = {path: _visit(page, live_server.url + path, ready, console) for path, ready in PAGES}
     assert problems == {path: [] for path, _ in PAGES}
-    # Swagger UI: an operation opened and tried out renders its forms and examples.
-    page.click("#operations-v1-v1_queues_list .opblock-summary")
-    page.click("#operations-v1-v1_queues_list .try-out__btn")
-    page.wait_for_selector("#operations-v1-v1_queues_list .execute")
+    # Swagger UI: an operation opened and tried out renders its forms and examples (operations
+    # are grouped by resource: schedweb.api.schema_tags).
+    page.click("#operations-queues-v1_queues_list .opblock-summary")
+    page.click("#operations-queues-v1_queues_list .try-out__btn")
+    page.wait_for_selector("#operations-queues-v1_queues_list .execute")
+    # Submitting a job shows its summary and the request example.
+    page.click("#operations-jobs-v1_jobs_create .opblock-summary")
+    assert page.inner_text("#operations-jobs-v1_jobs_create .opblock-summary-description") == (
+        "Submit a job with all its tasks")
+    page.wait_for_selector("#operations-jobs-v1_jobs_create .body-param__example, "
+                           "#operations-jobs-v1_jobs_create .microlight")
+    assert "tf-mnist-worker-1" in page.inner_text("#operations-jobs-v1_jobs_create")
     assert page.evaluate("window.__csp") + console == []
     screenshot(page, "api-docs-csp")
 

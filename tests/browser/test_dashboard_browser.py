@@ -13,7 +13,8 @@ GPU = "nvidia.com/gpu"
 
 def test_overview_nodes_and_my_queues_render(signed_in, live_server):
     page = signed_in("lead")
-    assert page.inner_text("[data-dim=cpu] .muted") == "339.5 of 1,024 cores allocated"
+    # Demo after one cycle (hierarchical capacity): research 159 + production 156 + dev 8.5 cores held.
+    assert page.inner_text("[data-dim=cpu] .muted") == "323.5 cores of 1,024 cores allocated"
     assert page.inner_text("#cycle-health h2") == "Scheduling cycle"
     screenshot(page, "overview")
     page.goto(f"{live_server.url}/nodes/")
@@ -54,12 +55,13 @@ def test_queue_chart_reads_current_figures(signed_in, live_server):
     page = signed_in("viewer")
     page.goto(f"{live_server.url}/queues/vision/")
     cpu = _chart(page, "chart-cpu-current")
-    # vision: 63 cores held (16 resnet + 12 augment + 16 detector + 1 labeling + 18 tf-dist), 512 more
-    # asked by megabatch; deserved 96 = its real capability (its own capability), which is also the frame.
+    # vision: 47 cores held (16 resnet + 12 augment + 1 labeling + 18 tf-dist; detector-train waits for
+    # research's GPUs), 528 more asked (megabatch 512, detector 16); deserved its configured 64; the
+    # frame is its real capability, its own capability of 96.
     assert cpu["x"] == ["Allocated", "Pending", "Deserved", "Guarantee", "Real capability"]
-    assert cpu["y"] == [63, 512, 96, None, 96]
+    assert cpu["y"] == [47, 528, 64, None, 96]
     history = page.evaluate("document.getElementById('chart-cpu-history').data.map(t => [t.name, t.y])")
-    assert history == [["Deserved", [96]], ["Allocated", [63]], ["Requested", [575]]]
+    assert history == [["Deserved", [64]], ["Allocated", [47]], ["Requested", [575]]]
     assert not page.is_visible("#queue-edit-form")  # a viewer gets no write controls
     assert page.locator("#close-queue").count() == 0
     screenshot(page, "queue-vision")
@@ -74,41 +76,46 @@ def test_pending_job_reason(signed_in, live_server):
     page.click("a:text-is('nlp/gpt-giant')")
     page.wait_for_url(f"{live_server.url}/jobs/nlp/gpt-giant/")
     job = Job.objects.get(namespace="nlp", name="gpt-giant")
-    reason = page.inner_text("#reason .reason-sentence")
-    assert job.reason_code and job.reason_message in reason
+    assert job.reason_code == "NeverFits"
+    assert page.inner_text("#reason h2") == "It can never run as submitted"
+    assert page.inner_text("#never-fits strong") == (
+        "This job can never run as submitted: its 20 tasks, which must start together, need 160 GPUs, queue "
+        "research can never have more than 40 GPUs (its capability).")
     assert page.inner_text("#gang strong") == "0 ready / 20 minimum"
     screenshot(page, "job-gpt-giant")
 
 
-def test_weight_edit_changes_next_cycle_deserved(signed_in, live_server):
-    from schedweb.core import services
+def test_deserved_edit_changes_next_cycle_and_weight_is_marked_ignored(signed_in, live_server):
+    """Under hierarchical capacity (the default) a queue's share is its deserved: weight does
+    nothing, and the page says so next to the field. Editing deserved moves the next cycle."""
     from schedweb.core.models import Queue
     from schedweb.scheduling.cycle import cycle_run
 
-    # Ten more 8-GPU tasks in vision: vision and nlp-train now both want more GPUs than exist.
-    toleration = {"key": GPU, "operator": "Exists", "effect": "NoSchedule"}
-    services.job_submit(namespace="vision", name="gpu-hog", queue="vision", min_member=10, tasks=[
-        {"name": f"gpu-hog-{i}", "request": {"cpu": "8", "memory": "32Gi", GPU: 8},
-         "node_selector": {"pool": "gpu"}, "tolerations": [toleration]} for i in range(10)])
-    assert not cycle_run().errors
     page = signed_in("lead")
     page.goto(f"{live_server.url}/queues/vision/")
     gpu_cell = "#queue-figures td[data-dim='nvidia.com/gpu']"
-    assert page.inner_text(gpu_cell) == "12 GPUs"  # 48 GPUs x weight 1 / total weight 4
-    page.fill("#id_weight", "3")
+    assert page.inner_text(gpu_cell) == "16 GPUs"  # its configured deserved
+    hint = page.inner_text("#queue-edit-form [data-ignored=weight]")
+    assert hint == ("Ignored: The active configuration uses the capacity plugin, which shares by deserved: "
+                    "weight has no effect.")
+    assert page.locator("#queue-settings tr.ignored[data-field=weight]").count() == 1
+    # The box shows quantities as written, not stored units.
+    assert page.input_value("#id_deserved") == '{"cpu": "64", "memory": "512Gi", "nvidia.com/gpu": "16"}'
+    page.fill("#id_deserved", '{"cpu": "64", "memory": "512Gi", "nvidia.com/gpu": "8"}')
     page.click("#queue-edit-form button[type=submit]")
     page.wait_for_selector(".messages li")
-    assert Queue.objects.get(name="vision").weight == 3
+    assert Queue.objects.get(name="vision").deserved[GPU] == 8000
     assert not cycle_run().errors
     page.reload()
-    assert page.inner_text(gpu_cell) == "16 GPUs"  # 48 x 3/6 = 24, capped at its capability of 16
+    assert page.inner_text(gpu_cell) == "8 GPUs"
     gpu = _chart(page, "chart-nvidia-com-gpu-current")
-    assert gpu["y"][2] == 16
+    assert gpu["y"][2] == 8
     screenshot(page, "queue-vision-admin")
-    # The edit is in the audit log the lead can read: who, what, before -> after.
+    # The edit is in the audit log the lead can read: who, what, before -> after, in GPUs.
     page.click("nav a:has-text('Audit log')")
     page.wait_for_url(f"{live_server.url}/audit/")
     first = page.locator("#audit tr").nth(1)
     assert "lead" in first.inner_text() and "Queue vision" in first.inner_text()
-    assert first.locator("table.diff tr").inner_text().split() == ["weight", "1", "→", "3"]
+    assert first.locator("table.diff tr").inner_text().split() == ["deserved:", "GPU", "16", "GPUs", "→", "8",
+                                                                   "GPUs"]
     screenshot(page, "audit-log-lead")

@@ -22,10 +22,11 @@ def _command(service: dict) -> str:
 
 def test_services_and_images(compose):
     services = compose["services"]
-    assert sorted(services) == ["beat", "postgres", "redis", "web", "worker"]
+    assert sorted(services) == ["beat", "postgres", "redis", "web", "worker", "worker-background"]
     assert services["postgres"]["image"] == "postgres:15"
     assert services["redis"]["image"] == "redis:7"
-    assert {services[s]["image"] for s in ("web", "worker", "beat")} == {"python:3.11-slim"}
+    assert {services[s]["image"] for s in ("web", "worker", "worker-background", "beat")} == {
+        "python:3.11-slim"}
 
 
 @pytest.mark.parametrize(("service", "expected"), [
@@ -46,6 +47,10 @@ def test_the_scheduler_worker_consumes_the_cycle_queue_one_cycle_at_a_time(compo
     assert "--pool=solo" in command and "--concurrency=1" in command
     node = command[command.index("-n") + 1].split("@")[0]
     assert f"-d {node}@$$HOSTNAME" in compose["services"]["worker"]["healthcheck"]["test"][1]
+    # Background tasks (the forecast) never share the cycle's worker: they would delay cycles.
+    assert queues == ["scheduler"]
+    background = compose["services"]["worker-background"]["command"]
+    assert background[background.index("-Q") + 1] == "celery"
 
 
 def test_every_service_has_a_healthcheck(compose):

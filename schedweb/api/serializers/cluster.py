@@ -77,7 +77,7 @@ class NamespaceQuotaSerializer(StrictSerializer):
         """Requests of the namespace's unfinished tasks (the view computes all of a page at once)."""
         used = self.context.get("namespace_used")
         if used is None or obj.namespace not in used:
-            from schedweb.api.selectors import namespace_used
+            from schedweb.core.selectors import namespace_used
 
             used = namespace_used([obj.namespace])
         return to_api(used[obj.namespace])

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import threading
+from typing import Any
+
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from schedweb.api.serializers.base import (
@@ -11,8 +15,6 @@ from schedweb.api.serializers.base import (
     StringMapField,
 )
 
-TASK_STATUSES = ("Pending", "Allocated", "Pipelined", "Binding", "Bound", "Running", "Releasing",
-                 "Succeeded", "Failed")
 AGENT_STATUSES = ("Running", "Succeeded", "Failed")
 PREEMPTION_POLICIES = ("PreemptLowerPriority", "Never")
 # Job detail shows this many tasks (by id); the rest page through GET /api/v1/tasks/?job=<id>.
@@ -25,8 +27,38 @@ def _default_queue() -> str:
     return default_queue_name()
 
 
+class TaskListSerializer(serializers.ListSerializer):
+    """A job's task entries: entries equal but for their name (a job's workers, as portals list
+    them) are validated once; each name still is."""
+
+    def to_internal_value(self, data):
+        """DRF's list validation, with a fresh memo per list."""
+        self._memo: dict[str, dict] = {}
+        return super().to_internal_value(data)
+
+    def run_child_validation(self, data):
+        """The entry's validated data, from the memo when an equal entry came before."""
+        key = None
+        if isinstance(data, dict) and "name" in data:
+            key = repr({k: v for k, v in data.items() if k != "name"})
+            hit = self._memo.get(key)
+            if hit is not None:
+                try:
+                    name = self.child.fields["name"].run_validation(data["name"])
+                except serializers.ValidationError as exc:
+                    raise serializers.ValidationError({"name": exc.detail}) from None
+                return {**hit, "name": name}
+        validated = super().run_child_validation(data)
+        if key is not None:
+            self._memo[key] = validated
+        return validated
+
+
 class TaskInputSerializer(StrictSerializer):
     """One task (pod) of a submitted job."""
+
+    class Meta:
+        list_serializer_class = TaskListSerializer
 
     name = serializers.CharField(max_length=253)
     role = serializers.CharField(required=False, default="", allow_blank=True, max_length=63)
@@ -43,6 +75,17 @@ class TaskInputSerializer(StrictSerializer):
                                                         default=list)
     # Shape only (a number); the bounds (finite, at most 366 days) are the service's.
     duration = serializers.FloatField(required=False, allow_null=True, default=None)
+    replicas = serializers.IntegerField(
+        required=False, min_value=0, max_value=2**31 - 1, help_text=(
+            "This entry stands for N tasks named as Volcano names pods, `<job>-<name>-<index>` (index "
+            "from 0); their role defaults to `name`. Absent: one task named `name`."))
+
+    def to_internal_value(self, data):
+        """Drop an absent `replicas` (the service then takes the entry as one task)."""
+        out = super().to_internal_value(data)
+        if out.get("replicas") is None:
+            out.pop("replicas", None)
+        return out
 
 
 class JobSubmitSerializer(StrictSerializer):
@@ -64,37 +107,35 @@ class JobSubmitSerializer(StrictSerializer):
     tasks = TaskInputSerializer(many=True, allow_empty=False)
 
     def to_internal_value(self, data):
-        """Refuse a job above settings.MAX_TASKS_PER_JOB before validating any of its tasks."""
-        from schedweb.core.job_services import max_tasks_per_job
+        """Refuse a job above settings.MAX_TASKS_PER_JOB (replicas counted) before validating any
+        of its tasks. Names, counts and roles are the service's checks (every problem at once)."""
+        from schedweb.core.job_submission import max_tasks_per_job
 
         tasks, limit = data.get("tasks") if isinstance(data, dict) else None, max_tasks_per_job()
-        if isinstance(tasks, list) and len(tasks) > limit:
-            raise serializers.ValidationError({"tasks": [
-                f"A job may have at most {limit} tasks (MAX_TASKS_PER_JOB), got {len(tasks)}."]})
+        if isinstance(tasks, list):
+            total = 0
+            for task in tasks:
+                n = task.get("replicas") if isinstance(task, dict) else None
+                total += n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else 1
+            if total > limit:
+                raise serializers.ValidationError({"tasks": [
+                    f"A job may have at most {limit} tasks (MAX_TASKS_PER_JOB), got {total}."]})
         return super().to_internal_value(data)
 
-    def validate_tasks(self, tasks: list[dict]) -> list[dict]:
-        """Task names are unique within the job."""
-        seen: set[str] = set()
-        for task in tasks:
-            if task["name"] in seen:
-                raise serializers.ValidationError(f"Duplicate task name {task['name']!r}.")
-            seen.add(task["name"])
-        return tasks
 
-    def validate(self, attrs: dict) -> dict:
-        """min_member and min_task_member fit the tasks given."""
-        if attrs["min_member"] > len(attrs["tasks"]):
-            raise serializers.ValidationError({"min_member": [
-                f"min_member {attrs['min_member']} is above the task count {len(attrs['tasks'])}."]})
-        roles: dict[str, int] = {}
-        for task in attrs["tasks"]:
-            roles[task["role"]] = roles.get(task["role"], 0) + 1
-        for role, n in attrs["min_task_member"].items():
-            if n > roles.get(role, 0):
-                raise serializers.ValidationError({"min_task_member": [
-                    f"Role {role!r} needs {n} task(s) but the job has {roles.get(role, 0)}."]})
-        return attrs
+_local = threading.local()
+
+
+def validate_submission(data: Any) -> dict:
+    """JobSubmitSerializer's validated data of one body (raises its ValidationError, as is_valid
+    would). One serializer per thread, reused: DRF deep-copies a serializer's fields for every new
+    instance, which cost a submission more than validating it (a batch: once per job)."""
+    if not isinstance(data, dict):
+        raise serializers.ValidationError({"non_field_errors": ["Expected a JSON object."]})
+    serializer = getattr(_local, "submit", None)
+    if serializer is None:
+        serializer = _local.submit = JobSubmitSerializer()
+    return dict(serializer.run_validation(data))
 
 
 class TaskSerializer(serializers.Serializer):
@@ -123,8 +164,8 @@ class TaskSerializer(serializers.Serializer):
     updated = serializers.DateTimeField(read_only=True)
 
     def get_uid(self, obj) -> str:
-        """The scheduler key "namespace/name"."""
-        return f"{obj.job.namespace}/{obj.name}"  # querysets select (or prefetch) the job
+        """The scheduler key "namespace/job/task" (task names are unique per job)."""
+        return f"{obj.job.namespace}/{obj.job.name}/{obj.name}"  # querysets select (or prefetch) the job
 
     def get_node(self, obj) -> str | None:
         """Name of the node the task is on, if any."""
@@ -154,9 +195,9 @@ class JobSerializer(serializers.Serializer):
     preemptable = serializers.BooleanField()
     sla_waiting_time = serializers.FloatField(allow_null=True)
     submitted_by = serializers.SerializerMethodField()
-    task_count = serializers.IntegerField(read_only=True, default=None)
-    running_count = serializers.IntegerField(read_only=True, default=None)
-    pending_count = serializers.IntegerField(read_only=True, default=None)
+    task_count = serializers.SerializerMethodField()
+    running_count = serializers.SerializerMethodField()
+    pending_count = serializers.SerializerMethodField()
     reason = serializers.SerializerMethodField()
     created = serializers.DateTimeField()
     updated = serializers.DateTimeField()
@@ -173,6 +214,18 @@ class JobSerializer(serializers.Serializer):
     def get_submitted_by(self, obj) -> str | None:
         """Username of the submitter, if any."""
         return obj.submitted_by.get_username() if obj.submitted_by_id else None
+
+    def get_task_count(self, obj) -> int:
+        """How many tasks the job has."""
+        return task_counts(obj)[0]
+
+    def get_running_count(self, obj) -> int:
+        """How many of its tasks are Running."""
+        return task_counts(obj)[1]
+
+    def get_pending_count(self, obj) -> int:
+        """How many of its tasks are Pending."""
+        return task_counts(obj)[2]
 
     def get_reason(self, obj) -> dict | None:
         """The current pending reason, or None when the job is not waiting."""
@@ -192,9 +245,45 @@ class JobDetailSerializer(JobSerializer):
     tasks_next = serializers.SerializerMethodField()
     reason_details = serializers.JSONField()
     reason_history = serializers.SerializerMethodField()
+    forecast = serializers.SerializerMethodField(help_text=(
+        "The newest start-time forecast for the job (schedweb.scheduling.forecast_read): "
+        "estimated_start (ISO 8601, or null), estimate_basis (declared / history / unknown / "
+        "beyond_horizon / never), sentence, computed_at, until."))
+    estimated_start = serializers.SerializerMethodField()
+    estimate_basis = serializers.SerializerMethodField()
+
+    def to_representation(self, instance):
+        """The task page first: the counts come from it when it holds every task (no query)."""
+        self._page(instance)
+        return super().to_representation(instance)
+
+    def _forecast(self, obj) -> dict:
+        cached = getattr(obj, "_forecast", None)
+        if cached is None:
+            from schedweb.scheduling.forecast_read import forecast_fields
+
+            cached = obj._forecast = forecast_fields(obj)
+        return cached
+
+    def get_forecast(self, obj) -> dict:
+        """See the field's help text."""
+        return self._forecast(obj)
+
+    def get_estimated_start(self, obj) -> str | None:
+        """forecast.estimated_start, at the top level for clients such as schedctl."""
+        return self._forecast(obj)["estimated_start"]
+
+    def get_estimate_basis(self, obj) -> str | None:
+        """forecast.estimate_basis, at the top level for clients such as schedctl."""
+        return self._forecast(obj)["estimate_basis"]
 
     def _page(self, obj) -> tuple[list, int]:
         cached = getattr(obj, "_task_page", None)
+        new = getattr(obj, "_new_tasks", None)  # a job just submitted: its rows, nothing to read
+        if cached is None and new is not None:
+            from schedweb.core.job_store import task_objects
+
+            cached = obj._task_page = (task_objects(obj, new[:JOB_DETAIL_TASKS]), len(new))
         if cached is None:
             page = list(obj.tasks.select_related("node").order_by("id")[:JOB_DETAIL_TASKS + 1])
             for task in page:
@@ -208,9 +297,13 @@ class JobDetailSerializer(JobSerializer):
         request = self.context.get("request")
         return request.build_absolute_uri(path) if request is not None else path
 
+    @extend_schema_field(TaskSerializer(many=True))
     def get_tasks(self, obj) -> list[dict]:
         """The job's first JOB_DETAIL_TASKS tasks, by id."""
-        return TaskSerializer(self._page(obj)[0], many=True, context=self.context).data
+        tasks = getattr(_local, "tasks", None)
+        if tasks is None:  # one per thread: a new one deep-copies its fields (it needs no context)
+            tasks = _local.tasks = TaskSerializer(many=True)
+        return tasks.to_representation(self._page(obj)[0])
 
     def get_tasks_total(self, obj) -> int:
         """How many tasks the job has."""
@@ -230,6 +323,83 @@ class JobDetailSerializer(JobSerializer):
         """The job's reason timeline (schedweb.scheduling's JobReasonHistory), newest first."""
         from schedweb.scheduling.models import JobReasonHistory
 
+        if getattr(obj, "_reason_history", None) is not None:
+            return obj._reason_history  # a job just submitted has none
         rows = JobReasonHistory.objects.filter(job=obj).order_by("-first_seen", "-id")[:50]
         return [{"code": r.code, "message": r.message, "first_seen": r.first_seen,
                  "last_seen": r.last_seen, "current": r.current} for r in rows]
+
+
+class SubmitWarningSerializer(serializers.Serializer):
+    """A reason the job can never run as submitted (issue 16): accepted all the same, as Kubernetes
+    accepts an unschedulable pod; the scheduler's first cycle gives it reason NeverFits."""
+
+    code = serializers.CharField(help_text="NeverFits")
+    kind = serializers.CharField(help_text="TaskLargerThanAnyNode, NoNodeMatches, GangExceedsQueueLimit or "
+                                           "GangExceedsCluster")
+    message = serializers.CharField()
+    dimension = serializers.CharField(allow_null=True,
+                                      help_text="The limiting resource (None for NoNodeMatches)")
+    need = serializers.FloatField(allow_null=True, help_text="What the job needs of it (cores, bytes, units)")
+    limit = serializers.FloatField(allow_null=True, help_text="The most it could ever get")
+
+
+class JobCreatedSerializer(JobDetailSerializer):
+    """The 201 of a submission: the job, and `warnings` when it already cannot fit."""
+
+    warnings = serializers.SerializerMethodField()
+
+    def _forecast(self, obj) -> dict:
+        # No query on the submission path: a job just written has no forecast yet.
+        return {"estimated_start": None, "estimate_basis": None,
+                "sentence": "no estimate yet: the job was just submitted", "computed_at": None, "until": None}
+
+    @extend_schema_field(SubmitWarningSerializer(many=True))
+    def get_warnings(self, obj) -> list[dict]:
+        """NeverFits warnings computed at submit time (schedweb.api.never_fits_check)."""
+        return list(getattr(obj, "submit_warnings", None) or [])
+
+
+def created_representation(job, context: dict) -> dict:
+    """JobCreatedSerializer(job, context=context).data, from one serializer per thread (a new one
+    deep-copies its fields: a third of a submission's response)."""
+    serializer = getattr(_local, "created", None)
+    if serializer is None:
+        serializer = _local.created = JobCreatedSerializer()
+    serializer._context = context  # where DRF keeps it: read by `self.context` at every level
+    try:
+        return serializer.to_representation(job)
+    finally:
+        serializer._context = {}
+
+
+def task_counts(job) -> tuple[int, int, int]:
+    """(tasks, Running, Pending) of a job: set by the list's grouped query or the submission,
+    counted from the detail's task page when it holds every task, else one grouped query."""
+    if getattr(job, "task_count", None) is None:
+        page = getattr(job, "_task_page", None)
+        if page is not None and len(page[0]) == page[1]:
+            statuses = [t.status for t in page[0]]
+            job.task_count, job.running_count, job.pending_count = (
+                len(statuses), statuses.count("Running"), statuses.count("Pending"))
+        else:
+            with_task_counts([job])
+    return job.task_count, job.running_count, job.pending_count
+
+
+def with_task_counts(jobs: list) -> list:
+    """Set task_count / running_count / pending_count on these jobs (one grouped query)."""
+    from django.db.models import Count, Q
+
+    from schedweb.core.models import Task
+
+    counts = {
+        row["job_id"]: row for row in
+        Task.objects.filter(job_id__in=[j.id for j in jobs]).values("job_id").annotate(
+            total=Count("id"), running=Count("id", filter=Q(status="Running")),
+            pending=Count("id", filter=Q(status="Pending"))).order_by()
+    }
+    for job in jobs:
+        row = counts.get(job.id) or {"total": 0, "running": 0, "pending": 0}
+        job.task_count, job.running_count, job.pending_count = row["total"], row["running"], row["pending"]
+    return jobs

@@ -8,9 +8,9 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from rest_framework import serializers
 
-from schedweb.api.permissions import ADMIN_GROUPS, ADMIN_USERS, SUBMITTER_GROUPS, SUBMITTER_USERS
 from schedweb.api.serializers.base import JSONObjectField, ResourceField, StrictSerializer
 from schedweb.api.units import to_api
+from schedweb.core.access import ADMIN_GROUPS, ADMIN_USERS, SUBMITTER_GROUPS, SUBMITTER_USERS
 
 QUEUE_STATES = ("Open", "Closed", "Closing")
 
@@ -126,4 +126,65 @@ def queue_node(queue, children: dict, figures: dict[int, dict[str, Any]]) -> dic
             "pending_jobs": fig.get("pending_jobs", 0),
         },
         "children": [queue_node(c, children, figures) for c in children.get(queue.id, ())],
+    }
+
+
+class QueueHistoryQuerySerializer(serializers.Serializer):
+    """Query of GET /api/v1/queues/{name}/history/ (schedweb.scheduling.history)."""
+
+    since = serializers.DateTimeField(required=False, help_text=(
+        "ISO 8601 start of the window (default: one hour before `until`)."))
+    until = serializers.DateTimeField(required=False, help_text="ISO 8601 end of the window (default: now).")
+    points = serializers.IntegerField(required=False, min_value=2, max_value=2000, help_text=(
+        "At most this many points (default 500): a window with more samples is cut into this many "
+        "equal buckets and each keeps its newest sample."))
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        """`since` must not be after `until`."""
+        since, until = attrs.get("since"), attrs.get("until")
+        if since is not None and until is not None and since > until:
+            raise serializers.ValidationError({"since": ["Must not be after until."]})
+        return attrs
+
+
+class QueueHistoryPointSerializer(serializers.Serializer):
+    """One kept sample: the cycle's figures of the queue in output units (cpu cores, memory bytes,
+    scalars in units), its share and whether it was overused."""
+
+    time = serializers.DateTimeField()
+    cycle = serializers.IntegerField()
+    share = serializers.FloatField()
+    overused = serializers.BooleanField()
+    deserved = serializers.DictField(child=serializers.FloatField(), allow_null=True)
+    allocated = serializers.DictField(child=serializers.FloatField(), allow_null=True)
+    request = serializers.DictField(child=serializers.FloatField(), allow_null=True)
+    inqueue = serializers.DictField(child=serializers.FloatField(), allow_null=True)
+    elastic = serializers.DictField(child=serializers.FloatField(), allow_null=True)
+    capability = serializers.DictField(child=serializers.FloatField(), allow_null=True)
+    real_capability = serializers.DictField(child=serializers.FloatField(), allow_null=True)
+    guarantee = serializers.DictField(child=serializers.FloatField(), allow_null=True)
+
+
+class QueueHistorySerializer(serializers.Serializer):
+    """A queue's share history over a window; `bucket_seconds` is null unless downsampled."""
+
+    queue = serializers.CharField()
+    since = serializers.DateTimeField()
+    until = serializers.DateTimeField()
+    samples = serializers.IntegerField(help_text="Samples of the queue in the window.")
+    downsampled = serializers.BooleanField()
+    bucket_seconds = serializers.FloatField(allow_null=True)
+    points = QueueHistoryPointSerializer(many=True)
+
+
+def history_body(history: Any) -> dict[str, Any]:
+    """The response of the history endpoint for a schedweb.scheduling.history.History."""
+    from schedweb.scheduling.history import FIGURES
+
+    return {
+        "queue": history.queue, "since": history.since, "until": history.until,
+        "samples": history.samples, "downsampled": history.downsampled,
+        "bucket_seconds": history.bucket_seconds,
+        "points": [{"time": p["time"], "cycle": p["cycle"], "share": p["share"], "overused": p["overused"],
+                    **{f: to_api(p[f]) for f in FIGURES}} for p in history.points],
     }

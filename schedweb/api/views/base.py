@@ -6,7 +6,7 @@ from typing import Any
 
 from rest_framework import serializers
 
-from schedweb.api.permissions import QueueAccess, queue_access
+from schedweb.core.access import QueueAccess, queue_access
 
 
 def validated(serializer_class: type[serializers.Serializer], request, *, partial: bool = False,

@@ -13,7 +13,6 @@ from rest_framework.response import Response
 from schedweb.api.exceptions import sanitize
 from schedweb.api.parsers import CONFIG_YAML_PARSERS
 from schedweb.api.permissions import ReadAnyWriteStaff
-from schedweb.api.selectors import namespace_used
 from schedweb.api.serializers.cluster import (
     NamespaceQuotaSerializer,
     PriorityClassSerializer,
@@ -24,6 +23,7 @@ from schedweb.api.serializers.cluster import (
 from schedweb.api.views.base import validated
 from schedweb.core import services
 from schedweb.core.models import NamespaceQuota, PriorityClass, SchedulerConfig
+from schedweb.core.selectors import namespace_used
 from schedweb.core.validation import check_text
 from schedweb.core.yaml_budget import check_yaml_budget
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from django.db.models import Count, Q, QuerySet
+from django.db.models import QuerySet
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import PermissionDenied
+from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.filters import OrderingFilter
 from rest_framework.response import Response
 
@@ -16,11 +16,15 @@ from schedweb.api.cache import cached_json
 from schedweb.api.filtersets import JobFilterSet, TaskFilterSet
 from schedweb.api.permissions import ReadAnyWriteStaff
 from schedweb.api.serializers.jobs import (
+    JobCreatedSerializer,
     JobDetailSerializer,
     JobSerializer,
     JobSubmitSerializer,
     TaskSerializer,
     TaskStatusSerializer,
+    created_representation,
+    validate_submission,
+    with_task_counts,
 )
 from schedweb.api.views.base import access, validated
 from schedweb.core import services
@@ -48,6 +52,15 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         """Lists use the light serializer, other actions the detail one."""
         return JobSerializer if self.action == "list" else JobDetailSerializer
 
+    @extend_schema(description=(
+        "Jobs, paginated and filtered; each with its task, running and pending counts. "
+        "`phase` is the PodGroup phase as stored: a job the dashboard shows as waiting may be "
+        "`Pending` (not admitted yet) or `Inqueue` (admitted, its tasks not started), so "
+        "`?phase=Pending` alone misses the admitted ones; `?state=waiting` selects both (Pending + "
+        "Inqueue), `?state=finished` Completed + Cancelled, and a phase name is a state too. "
+        "`reason_code` is one of the scheduler's codes (NeverFits: can never run as submitted). "
+        "An unknown value of any filter (`queue=nope`, `reason_code=bogus`, `state=bogus`), an "
+        "unknown `ordering` and a bad `limit` / `offset` are a 400 naming the parameter."))
     def list(self, request, *args, **kwargs):
         """Jobs, paginated and filtered; each with its task, running and pending counts.
 
@@ -70,22 +83,39 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
 
     @extend_schema(
         request=JobSubmitSerializer,
-        responses={201: JobDetailSerializer, 409: OpenApiResponse(description=(
-            "idempotency_key_reused: the Idempotency-Key came before with a different body"))},
+        responses={201: JobCreatedSerializer, 409: OpenApiResponse(description=(
+            "`conflict`: a job of this namespace and name exists; `idempotency_key_reused`: the "
+            "Idempotency-Key came before with a different body"))},
         parameters=[OpenApiParameter(IDEMPOTENCY_HEADER, str, OpenApiParameter.HEADER, description=(
             "Retries with the same key and the same body return the first job (same status, header "
-            "Idempotent-Replayed); the same key with another body is a 409 idempotency_key_reused."))],
+            "Idempotent-Replayed); the same key with another body is a 409 idempotency_key_reused.")),
+            OpenApiParameter("dry_run", bool, description=(
+                "true: write nothing; answer where the job would go in the next cycle on the current "
+                "state (bound to which nodes, pending with which reason, or NeverFits) and its "
+                "estimated start (schedweb.scheduling.submit_preview)"))],
     )
     def create(self, request):
-        """Submit a PodGroup with all its tasks in one request (at most MAX_TASKS_PER_JOB tasks)."""
-        key = (request.headers.get(IDEMPOTENCY_HEADER) or "").strip() or None
-        if key is not None and len(key) > 255:
-            raise serializers.ValidationError({IDEMPOTENCY_HEADER: ["At most 255 characters."]})
-        data = validated(JobSubmitSerializer, request)
+        """Submit a PodGroup with all its tasks in one request (at most MAX_TASKS_PER_JOB tasks;
+        a task entry with `replicas: N` stands for N tasks `<job>-<task>-<index>`).
+
+        A job that can never run as submitted is accepted with `warnings` (NeverFits, with the
+        limiting dimension and both figures), as Kubernetes accepts an unschedulable pod. Every
+        field problem is listed at once; a taken namespace/name is a 409 `conflict`.
+        """
+        if request.query_params.get("dry_run", "").lower() in ("true", "1"):
+            from schedweb.scheduling.submit_preview import preview_submission
+
+            return Response(preview_submission(validate_submission(request.data), request.user))
+        key = idempotency_key(request)
+        data = validate_submission(request.data)
         job, created = commands.job_submit(access=access(request), data=data, idempotency_key=key,
-                                           request_hash=commands.body_hash(request.data) if key else "")
-        return self._detail(job, status.HTTP_201_CREATED,
-                            headers=None if created else {"Idempotent-Replayed": "true"})
+                                           request_hash=commands.body_hash(request.data) if key else "",
+                                           warnings=True)
+        if not created:
+            return self._detail(job, status.HTTP_201_CREATED, headers={"Idempotent-Replayed": "true"})
+        # Built from what was written: nothing is read back.
+        body = created_representation(job, self.get_serializer_context())
+        return Response(body, status=status.HTTP_201_CREATED)
 
     def _cancel(self, request, pk) -> Job:
         job = self.get_object()
@@ -94,30 +124,43 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         return services.job_cancel(job=job, actor=request.user)
 
     @extend_schema(responses={204: OpenApiResponse(description="Cancelled; its tasks are released")})
-    def destroy(self, request, pk=None):
+    def destroy(self, request, pk=None, **kwargs):
         """Cancel the job (same as POST .../cancel/)."""
         self._cancel(request, pk)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     @extend_schema(request=None, responses={200: JobDetailSerializer})
     @action(detail=True, methods=["post"])
-    def cancel(self, request, pk=None):
+    def cancel(self, request, pk=None, **kwargs):
         """Cancel the job, releasing its tasks; returns the cancelled job."""
         return self._detail(self._cancel(request, pk))
 
 
-def with_task_counts(jobs: list[Job]) -> list[Job]:
-    """Set task_count / running_count / pending_count on these jobs (one grouped query)."""
-    counts = {
-        row["job_id"]: row for row in
-        Task.objects.filter(job_id__in=[j.id for j in jobs]).values("job_id").annotate(
-            total=Count("id"), running=Count("id", filter=Q(status="Running")),
-            pending=Count("id", filter=Q(status="Pending"))).order_by()
-    }
-    for job in jobs:
-        row = counts.get(job.id) or {"total": 0, "running": 0, "pending": 0}
-        job.task_count, job.running_count, job.pending_count = row["total"], row["running"], row["pending"]
-    return jobs
+def idempotency_key(request) -> str | None:
+    """The request's Idempotency-Key header (None when absent or blank); a 400 above 255 characters."""
+    key = (request.headers.get(IDEMPOTENCY_HEADER) or "").strip() or None
+    if key is not None and len(key) > 255:
+        raise serializers.ValidationError({IDEMPOTENCY_HEADER: ["At most 255 characters."]})
+    return key
+
+
+class NamespacedJobViewSet(JobViewSet):
+    """The same job operations addressed as `/api/v1/namespaces/{namespace}/jobs/{name}/`."""
+
+    def get_object(self) -> Job:
+        """The job of this namespace and name (404 otherwise)."""
+        job = self.get_queryset().filter(namespace=self.kwargs["namespace"], name=self.kwargs["name"]).first()
+        if job is None:
+            raise NotFound(f"No job {self.kwargs['namespace']}/{self.kwargs['name']}.")
+        self.check_object_permissions(self.request, job)
+        return job
+
+    @extend_schema(parameters=[OpenApiParameter("namespace", str, OpenApiParameter.PATH),
+                               OpenApiParameter("name", str, OpenApiParameter.PATH)],
+                   responses={200: JobDetailSerializer})
+    def retrieve(self, request, *args, **kwargs):
+        """One job by namespace and name, with its first tasks and reason timeline."""
+        return super().retrieve(request, *args, **kwargs)
 
 
 class TaskViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):

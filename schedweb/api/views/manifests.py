@@ -27,11 +27,11 @@ from schedweb.api.manifests_priority import priority_class_to_manifest
 from schedweb.api.parsers import BoundedJSONParser, YamlTextParser, YamlTextParserAlias, YamlTextParserText
 from schedweb.api.serializers.cluster import ManifestImportSerializer
 from schedweb.api.views.base import access
+from schedweb.core.choices import TERMINAL_JOB_PHASES
 from schedweb.core.models import Job, PriorityClass, Queue, Task
 
 EXPORT_KINDS = ("PriorityClass", "Queue", "PodGroup", "Job")
 DEFAULT_EXPORT_KINDS = ["PriorityClass", "Queue", "Job"]
-FINISHED_PHASES = ("Completed", "Cancelled")
 
 
 class ManifestImportView(APIView):
@@ -118,7 +118,7 @@ class ManifestExportView(APIView):
             if request.query_params.get("namespace"):
                 jobs = jobs.filter(namespace=request.query_params["namespace"])
             if request.query_params.get("finished", "").lower() not in ("1", "true", "yes"):
-                jobs = jobs.exclude(phase__in=FINISHED_PHASES)
+                jobs = jobs.exclude(phase__in=TERMINAL_JOB_PHASES)
             for job in jobs:
                 tasks = sorted(job.tasks.all(), key=lambda t: t.id)
                 build = (lambda j=job, t=tasks: [job_to_vcjob(j, t)]) if "Job" in kinds else (

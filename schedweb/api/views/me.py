@@ -7,7 +7,7 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from schedweb.api.permissions import queue_access
+from schedweb.core.access import queue_access
 from schedweb.core.models import Queue
 
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from django.db.models import QuerySet
+from django.shortcuts import get_object_or_404
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status, viewsets
@@ -14,17 +17,20 @@ from rest_framework.response import Response
 from schedweb.api import commands
 from schedweb.api.cache import cached_json
 from schedweb.api.filtersets import QueueFilterSet
-from schedweb.api.permissions import ADMIN_GROUPS, ADMIN_USERS, SUBMITTER_GROUPS, SUBMITTER_USERS
-from schedweb.api.selectors import queue_tree
 from schedweb.api.serializers.queues import (
+    QueueHistoryQuerySerializer,
+    QueueHistorySerializer,
     QueueSerializer,
     QueueStateSerializer,
     QueueWriteSerializer,
+    history_body,
     queue_node,
 )
 from schedweb.api.views.base import access, validated
 from schedweb.core import services
+from schedweb.core.access import ADMIN_GROUPS, ADMIN_USERS, SUBMITTER_GROUPS, SUBMITTER_USERS
 from schedweb.core.models import Queue
+from schedweb.scheduling.selectors import queue_tree
 
 
 class QueueViewSet(viewsets.GenericViewSet):
@@ -107,6 +113,25 @@ class QueueViewSet(viewsets.GenericViewSet):
     def close(self, request, name: str):
         """Close the queue: no new jobs; running ones finish (Closing until they have)."""
         return self._set_state(request, "Closed")
+
+    @extend_schema(parameters=[QueueHistoryQuerySerializer], responses={200: QueueHistorySerializer})
+    @action(detail=True, methods=["get"], pagination_class=None, filter_backends=[])
+    def history(self, request, name: str):
+        """The queue's share history (every queue, parents included): one point per scheduling
+        cycle in [since, until], its figures in output units. A window with more samples than
+        `points` is downsampled: cut into `points` equal buckets, each keeping its newest sample
+        (a figure a cycle really committed, never an average)."""
+        from django.utils import timezone
+
+        from schedweb.scheduling.history import DEFAULT_POINTS, queue_history
+
+        queue = get_object_or_404(Queue, name=name)
+        query = QueueHistoryQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        until = query.validated_data.get("until") or timezone.now()
+        since = query.validated_data.get("since") or until - timedelta(hours=1)
+        found = queue_history(queue.name, since, until, query.validated_data.get("points") or DEFAULT_POINTS)
+        return Response(QueueHistorySerializer(history_body(found)).data)
 
     @extend_schema(responses={200: OpenApiResponse(description="The whole queue hierarchy with figures")})
     @action(detail=False, methods=["get"], pagination_class=None, filter_backends=[])

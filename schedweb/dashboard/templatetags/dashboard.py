@@ -9,6 +9,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 from schedweb.dashboard import units
 from schedweb.dashboard.pending import reason_label as _reason_label
+from schedweb.dashboard.pending import row_sentence
 
 register = template.Library()
 
@@ -17,6 +18,12 @@ register = template.Library()
 def amount(value: float | None, dim: str) -> str:
     """`{{ stored|amount:"memory" }}` -> `64 GiB`."""
     return units.fmt(dim, value)
+
+
+@register.filter
+def ratio(bar: Any) -> str:
+    """`{{ bar|ratio }}`: a bar's allocated / deserved, `159 / 192 cores`."""
+    return units.fmt_ratio(bar.dim, bar.allocated, bar.deserved)
 
 
 @register.filter
@@ -62,6 +69,20 @@ def pct(value: float | None) -> str:
 def reason_label(code: str) -> str:
     """A short label for a reason code."""
     return _reason_label(code)
+
+
+@register.filter
+def reason_line(job: Any) -> str:
+    """`{{ job|reason_line }}`: the job's reason in one line, figures in human units."""
+    return row_sentence(job.reason_code, job.reason_message, job.reason_details)
+
+
+@register.filter
+def kind_label(kind: str | None) -> str:
+    """`{{ details.kind|kind_label }}`: a NeverFits kind in words."""
+    from schedweb.dashboard.job_reason import kind_label as label
+
+    return label(kind)
 
 
 @register.filter

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from django.http import HttpRequest
 
-from schedweb.api.permissions import QueueAccess, queue_access
+from schedweb.core.access import QueueAccess, queue_access
 from schedweb.dashboard.cluster import Cluster, load_cluster
 from schedweb.dashboard.selectors import QueueTree, build_tree
 from schedweb.dashboard.units import dims_of

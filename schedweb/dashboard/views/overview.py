@@ -9,6 +9,7 @@ from django.views.decorators.http import require_GET
 
 from schedweb.dashboard import cycles
 from schedweb.dashboard.pending import pending_by_reason
+from schedweb.dashboard.statements import borrowing, starving
 from schedweb.dashboard.views.common import load_figures
 
 
@@ -25,8 +26,10 @@ def overview_context() -> dict:
         "health": cycles.cycle_health(),
         "by_reason": by_reason,
         "pending_total": sum(n for _, _, n in by_reason),
-        "borrowing": [v for v in tree.rows if v.borrowing],
-        "starving": [v for v in tree.rows if v.starving],
+        # Sentences generated from the same figures as the tree (schedweb.dashboard.statements).
+        "borrowing": borrowing(tree),
+        "starving": starving(tree),
+        "cycle_time": tree.cycle_time,
         "has_samples": tree.has_samples,
         "dims": tree.dims,
     }

@@ -10,12 +10,15 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from schedweb.core import services
+from schedweb.core.choices import TERMINAL_JOB_PHASES
 from schedweb.core.models import Job, Queue
 from schedweb.dashboard.charts import DEFAULT_RANGE, RANGES, dim_key, queue_charts
+from schedweb.dashboard.conf_fields import active_ignored_fields
 from schedweb.dashboard.explain import explain
 from schedweb.dashboard.forms import QueueEditForm
 from schedweb.dashboard.pending import pending_jobs
 from schedweb.dashboard.tree_html import tree_rows_html
+from schedweb.dashboard.units import fmt_map
 from schedweb.dashboard.views.common import Figures, access, load_figures
 
 JOBS_SHOWN = 200  # per queue page; the pending page lists them all
@@ -42,9 +45,10 @@ def _page_context(request: HttpRequest, figures: Figures, name: str,
                   form: QueueEditForm | None = None) -> dict:
     view = _queue_view(figures, name)
     can_admin = access(request).can_admin(view.queue.id)
+    ignored = active_ignored_fields(is_leaf=view.is_leaf)
     if can_admin and form is None:
-        form = QueueEditForm(queue=view.queue)
-    jobs = (Job.objects.filter(queue=view.queue).exclude(phase__in=("Completed", "Cancelled"))
+        form = QueueEditForm(queue=view.queue, ignored=ignored)
+    jobs = (Job.objects.filter(queue=view.queue).exclude(phase__in=TERMINAL_JOB_PHASES)
             .select_related("priority_class").order_by("created", "id")[:JOBS_SHOWN])
     waiting = list(pending_jobs(queue_ids=[view.queue.id]))
     range_key = request.GET.get("range", DEFAULT_RANGE)
@@ -53,11 +57,24 @@ def _page_context(request: HttpRequest, figures: Figures, name: str,
         "chain": figures.tree.chain(name),
         "children": [figures.tree.by_name[c] for c in view.child_names],
         "jobs": jobs, "waiting": waiting,
-        "explanation": explain(view.explanation, view.name),
+        "explanation": explain(view.explanation, view.name, view.request if view.explanation else None),
+        "settings": _settings(view.queue, ignored),
         "can_admin": can_admin, "form": form if can_admin else None,
         "chart_dims": [(d, dim_key(d)) for d in figures.tree.dims],
         "ranges": list(RANGES), "range": range_key if range_key in RANGES else DEFAULT_RANGE,
     }
+
+
+def _settings(queue: Queue, ignored: dict[str, str]) -> list[dict]:
+    """The queue's settings as the page lists them, each with why the active configuration ignores
+    it (schedweb.dashboard.conf_fields; empty when it is used)."""
+    values = {
+        "weight": str(queue.weight), "priority": str(queue.priority),
+        "reclaimable": "yes" if queue.reclaimable else "no",
+        "capability": fmt_map(queue.capability), "deserved": fmt_map(queue.deserved),
+        "guarantee": fmt_map(queue.guarantee),
+    }
+    return [{"field": f, "value": v, "ignored": ignored.get(f, "")} for f, v in values.items()]
 
 
 @login_required
@@ -90,7 +107,8 @@ def _admin_queue(request: HttpRequest, name: str) -> Queue:
 def queue_edit(request: HttpRequest, name: str) -> HttpResponse:
     """Save the edit form through queue_update; on errors show the page again with them."""
     queue = _admin_queue(request, name)
-    form = QueueEditForm(request.POST, queue=queue)
+    queue_is_leaf = not Queue.objects.filter(parent=queue).exists()
+    form = QueueEditForm(request.POST, queue=queue, ignored=active_ignored_fields(is_leaf=queue_is_leaf))
     if form.is_valid():
         messages.success(request, f"Queue {name} saved; the next scheduling cycle uses the new settings.")
         return redirect("dashboard:queue", name=name)

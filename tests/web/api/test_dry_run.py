@@ -29,7 +29,7 @@ def test_dry_run_reports_binds_and_writes_nothing(make_user, client_for):
     assert response.status_code == 200, response.content
     body = response.json()
     # binpack prefers the node that ends fuller: both 1-cpu tasks go to n1 (4 cpu) over n2 (8 cpu).
-    assert body["binds"] == {"ns1/job1-0": "n1", "ns1/job1-1": "n1"}
+    assert body["binds"] == {"ns1/job1/job1-0": "n1", "ns1/job1/job1-1": "n1"}
     assert body["job_phase_changes"] == {"ns1/job1": {"from": "Pending", "to": "Inqueue"}}
     assert body["queues"]["leaf"]["allocated"] == {"cpu": 2.0, "memory": 2.0 * 2**30}
     assert body["queues_before"] == {} and body["config_version"] is None

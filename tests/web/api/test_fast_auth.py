@@ -60,7 +60,8 @@ def test_a_token_read_of_a_cached_body_is_one_query_and_still_fresh(make_user, d
         again = client.get("/api/v1/queues/tree/")
     assert again.content == first.content
     queue_create(name="q2")
-    assert [c["name"] for c in client.get("/api/v1/queues/tree/").json()["children"]] == ["default", "q1", "q2"]
+    tree = client.get("/api/v1/queues/tree/").json()
+    assert [c["name"] for c in tree["children"]] == ["default", "q1", "q2"]
 
 
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="prepared statements are PostgreSQL's")

@@ -4,6 +4,9 @@ job list answered without DRF's view, byte for byte as the view answers them; ev
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from datetime import timedelta
 
 import pytest
@@ -294,8 +297,29 @@ def test_database_errors_get_the_views_503(cluster, key, views_run, monkeypatch)
     def down(*args, **kwargs):
         raise OperationalError("connection refused")
 
-    monkeypatch.setattr(fastpath, "active_token", down)
-    monkeypatch.setattr(authentication, "active_token", down)
+    monkeypatch.setattr(authentication, "active_token", down)  # the one token check of both paths
     response = api.get(TREE)
     assert response.status_code == 503 and response["Retry-After"] == "5"
     assert response.json()["error"]["code"] == "database_unavailable"
+
+
+@pytest.mark.parametrize("scheme", ["Token", "Bearer", "token"])
+def test_one_token_check_for_both_paths(cluster, key, views_run, scheme):
+    headers = {"HTTP_AUTHORIZATION": f"{scheme} {key}", "HTTP_X_REQUEST_ID": "r"}
+    normal = client(fast=False, **headers).get(TREE)
+    fast = client(**headers).get(TREE)
+    assert views_run == [TREE]  # any scheme the authenticator takes is answered fast
+    _same(fast, normal)
+
+
+@pytest.mark.parametrize(("value", "installed"), [("1", True), ("0", False), (None, True)])
+def test_the_fast_path_is_behind_a_setting(value, installed):
+    env = {k: v for k, v in os.environ.items() if k != "API_FAST_PATH"}
+    if value is not None:
+        env["API_FAST_PATH"] = value
+    out = subprocess.run(
+        [sys.executable, "-c", "import django; django.setup(); from django.conf import settings; "
+         f"print({FAST!r} in settings.MIDDLEWARE, settings.API_FAST_PATH)"],
+        env={**env, "DJANGO_SETTINGS_MODULE": "schedweb.settings", "DEBUG": "1"},
+        capture_output=True, text=True, check=True).stdout.split()
+    assert out == [str(installed), str(installed)]

@@ -43,7 +43,7 @@ def test_submit_creates_job_with_all_tasks(setup):
     ({"priority_class": "nope"}, "priority_class"),
     ({"tasks": []}, "tasks"),
     ({"tasks": [{"name": "t", "request": {"cpu": "12x"}}]}, "tasks[0].request"),
-    ({"tasks": [{"name": "t"}, {"name": "t"}]}, "tasks"),
+    ({"tasks": [{"name": "t"}, {"name": "t"}]}, "tasks[1].name"),
     ({"tasks": [{"name": "t", "gpu": 1}]}, "tasks[0].gpu"),
     ({"min_task_member": {"worker": 2}}, "min_task_member"),
     ({"extra": True}, "extra"),
@@ -73,11 +73,14 @@ def test_cancelling_a_completed_job_is_400(setup):
     assert response.status_code == 400 and "phase" in response.json()["error"]["fields"]
 
 
-def test_duplicate_job_name_is_400(setup):
+def test_duplicate_job_name_is_409_conflict(setup):
     client = setup[0]
     assert client.post("/api/v1/jobs/", job_body("leaf"), format="json").status_code == 201
     response = client.post("/api/v1/jobs/", job_body("leaf"), format="json")
-    assert response.status_code == 400 and "name" in response.json()["error"]["fields"]
+    assert response.status_code == 409
+    assert response.json()["error"] == {"code": "conflict", "message": "name: Job ns1/job1 already exists.",
+                                        "fields": {"name": ["Job ns1/job1 already exists."]}}
+    assert Job.objects.count() == 1
 
 
 def test_idempotency_key_returns_the_first_job(setup):
@@ -111,51 +114,44 @@ def test_idempotency_key_is_bound_to_the_body_not_its_spelling(setup):
     assert Job.objects.get().idempotency_hash == commands.body_hash(body)
 
 
-def test_idempotency_race_returns_the_winner(setup, monkeypatch):
-    """A concurrent retry that passed the lookup hits the unique constraint and returns the winner."""
-    client, user, _, leaf = setup
+def _blind_first_read(monkeypatch) -> list[int]:
+    """The submission's first read misses what is stored (as a concurrent retry's read can): the
+    insert then meets the unique constraints and the second read (the race check) sees all."""
     from schedweb.api import commands
 
-    winner = make_job(leaf, "job1", user=user, idempotency_key="k-2")
-    real = commands._idempotent_job
-    calls = []
+    real, calls = commands.load_context, []
 
-    def miss_first(*args, **kwargs):
+    def blind(drafts, **kwargs):
         calls.append(1)
-        return None if len(calls) == 1 else real(*args, **kwargs)
+        ctx = real(drafts, **kwargs)
+        if len(calls) == 1:
+            ctx.keys, ctx.taken = {}, set()
+        return ctx
 
-    monkeypatch.setattr(commands, "_idempotent_job", miss_first)
+    monkeypatch.setattr(commands, "load_context", blind)
+    return calls
+
+
+def test_idempotency_race_returns_the_winner(setup, monkeypatch):
+    """A concurrent retry that passed the read hits the unique constraint and returns the winner."""
+    client, user, _, leaf = setup
+    winner = make_job(leaf, "job1", user=user, idempotency_key="k-2")
+    calls = _blind_first_read(monkeypatch)
     response = client.post("/api/v1/jobs/", job_body("leaf"), format="json", HTTP_IDEMPOTENCY_KEY="k-2")
-    assert response.status_code == 201 and response.json()["id"] == winner.id
+    assert (response.status_code, response.json()["id"], len(calls)) == (201, winner.id, 2)
+    assert response["Idempotent-Replayed"] == "true"
     assert Job.objects.count() == 1
 
 
-def test_idempotency_unique_constraint_race(setup, monkeypatch):
-    """Both retries passed every check; the loser's INSERT violates a unique constraint."""
+def test_name_race_is_a_409_conflict(setup, monkeypatch):
+    """Both submissions passed every check; the loser's INSERT violates the unique constraint."""
     client, user, _, leaf = setup
-    from django.db import IntegrityError
-
-    from schedweb.api import commands
-
-    winner = make_job(leaf, "job1", user=user, idempotency_key="k-3")
-    real = commands._idempotent_job
-    calls = []
-
-    def miss_first(*args, **kwargs):
-        calls.append(1)
-        return None if len(calls) == 1 else real(*args, **kwargs)
-
-    def insert_loses(**kwargs):
-        raise IntegrityError("duplicate key value violates unique constraint")
-
-    monkeypatch.setattr(commands, "_idempotent_job", miss_first)
-    monkeypatch.setattr(commands.services, "job_submit", insert_loses)
-    response = client.post("/api/v1/jobs/", job_body("leaf"), format="json", HTTP_IDEMPOTENCY_KEY="k-3")
-    assert response.status_code == 201 and response.json()["id"] == winner.id
-    calls.clear()
+    make_job(leaf, "job9", user=user)
+    calls = _blind_first_read(monkeypatch)
     response = client.post("/api/v1/jobs/", job_body("leaf", "job9"), format="json")
-    assert response.status_code == 400
+    assert (response.status_code, len(calls)) == (409, 2)
     assert response.json()["error"]["fields"] == {"name": ["Job ns1/job9 already exists."]}
+    assert Job.objects.count() == 1
 
 
 def test_list_filters_search_and_ordering(setup):
@@ -203,7 +199,7 @@ def test_detail_shows_tasks_and_reason(setup):
     body = client.get(f"/api/v1/jobs/{job.id}/").json()
     assert body["reason"]["code"] == "QueueOverCapability" and body["reason"]["message"] == "queue full"
     assert body["reason_details"] == {"queue": "leaf"}
-    assert [t["uid"] for t in body["tasks"]] == ["ns1/j-0"]
+    assert [t["uid"] for t in body["tasks"]] == ["ns1/j/j-0"]
 
 
 @pytest.mark.parametrize("method", ["delete", "post"])

@@ -26,7 +26,7 @@ def test_dry_run_takes_a_yaml_body(staff, media_type):
     as_json = staff.post(URL, {"yaml": BINPACK_ONLY}, format="json")
     as_yaml = staff.generic("POST", URL, BINPACK_ONLY.encode(), content_type=media_type)
     assert as_yaml.status_code == 200, as_yaml.content
-    assert as_yaml.json()["binds"] == {"ns1/job1-0": "n1", "ns1/job1-1": "n1"}
+    assert as_yaml.json()["binds"] == {"ns1/job1/job1-0": "n1", "ns1/job1/job1-1": "n1"}
     assert {k: v for k, v in as_yaml.json().items() if k != "timing"} == {
         k: v for k, v in as_json.json().items() if k != "timing"}
 

@@ -77,4 +77,4 @@ def test_task_status_transitions(staff):
     unknown = staff.post(f"/api/v1/tasks/{task.id}/status/", {"status": "Exploded"}, format="json")
     assert unknown.status_code == 400 and "status" in unknown.json()["error"]["fields"]
     listed = staff.get("/api/v1/tasks/?node=n1&status=Succeeded").json()
-    assert [t["uid"] for t in listed["results"]] == ["ns1/j-0"]
+    assert [t["uid"] for t in listed["results"]] == ["ns1/j/j-0"]

@@ -35,10 +35,12 @@ def test_staff_see_every_change_with_its_diff(teams):
     assert re.search(r"<th>weight</th><td class=\"before\"><code>1</code></td><td class=\"arrow\">&rarr;</td>"
                      r"<td class=\"after\"><code>5</code></td>", html)
     assert "<td>staff" in html
-    # Resource maps show as JSON in stored units.
+    # Resource maps read in human units (stored as {"cpu": 4000.0, "pods": 110}).
     node_html = _page(users["staff"], "?object_type=node")
     assert _rows(node_html) == [("Create", "n1")]
-    assert "<code>{&quot;cpu&quot;: 4000.0, &quot;pods&quot;: 110}</code>" in node_html
+    assert ('<th>allocatable</th><td class="before"><code>unset</code></td><td class="arrow">&rarr;</td>'
+            '<td class="after"><code>4 cores, 110 pods</code></td>') in node_html
+    assert "4000.0" not in node_html
 
 
 def test_queue_admin_sees_only_their_subtree(teams):
@@ -78,3 +80,21 @@ def test_filters_and_bad_filter_values(teams):
     for query in ("?action=%00", "?queue=%00"):
         assert client.get("/audit/" + query).status_code == 400
     assert "match these filters" in _page(staff, "?actor=nobody")
+
+
+def test_resource_changes_read_per_dimension_in_human_units(teams):
+    """Finding 7: the log showed `"cpu": 96000.0` and float bytes."""
+    users, queues = teams
+    staff = users["staff"]
+    services.queue_update(queue=queues["b1"], capability={"cpu": "96", "memory": "1536Gi"}, actor=staff)
+    services.queue_update(queue=Queue.objects.get(name="b1"), actor=staff,
+                          capability={"cpu": "128", "memory": "1536Gi", "nvidia.com/gpu": 8})
+    html = _page(users["staff"], "?object_key=b1&action=update")
+    start = html.index('<table class="diff">')
+    latest = html[start:html.index("</table>", start)]
+    assert re.findall(r"<tr><th>([^<]+)</th><td class=\"before\"><code>([^<]+)</code></td>"
+                      r"<td class=\"arrow\">&rarr;</td><td class=\"after\"><code>([^<]+)</code></td></tr>",
+                      latest) == [
+        ("capability: cpu", "96 cores", "128 cores"), ("capability: GPU", "unset", "8 GPUs")]
+    assert "96000" not in html and "1649267441664" not in html
+    assert "unset &rarr;" not in html  # arrows live in their own cell

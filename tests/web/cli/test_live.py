@@ -115,14 +115,15 @@ def test_submit_why_cancel(cluster, tmp_path):
     picky = run("why", "ml/picky")
     assert picky.code == 0 and picky.err == ""
     assert picky.out.splitlines() == [
-        f"Job:      ml/picky (id {ids['picky']})",
-        "Queue:    q",
-        "Phase:    Inqueue",
-        "Tasks:    1 Pending; min member 1",
-        "Reason:   NeverFits",
-        "Message:  a main task can run on no node: 0/3 nodes match its selector, affinity and "
+        f"Job:              ml/picky (id {ids['picky']})",
+        "Queue:            q",
+        "Phase:            Inqueue",
+        "Tasks:            1 Pending; min member 1",
+        "Reason:           NeverFits",
+        "Message:          a main task can run on no node: 0/3 nodes match its selector, affinity and "
         "tolerations (2 node(s) didn't match Pod's node affinity/selector, 1 node(s) were unschedulable)",
-        "Since:    2026-11-24T12:00:00Z",
+        "Since:            2026-11-24T12:00:00Z",
+        "Estimated start:  no estimate: no forecast has run yet",
         "",
         "Queue chain (top level to the job's queue, newest cycle):",
         "QUEUE   DESERVED                  ALLOCATED          HEADROOM",
@@ -136,12 +137,13 @@ def test_submit_why_cancel(cluster, tmp_path):
     assert run("why", str(ids["picky"])) == picky  # the id names the same job
 
     train = run("why", "ml/train")
-    assert train.out.splitlines()[:5] == [
-        f"Job:     ml/train (id {ids['train']})",
-        "Queue:   q",
-        "Phase:   Inqueue",
-        "Tasks:   2 Binding; min member 2",
-        "Reason:  none: the job is not waiting for the scheduler",
+    assert train.out.splitlines()[:6] == [
+        f"Job:              ml/train (id {ids['train']})",
+        "Queue:            q",
+        "Phase:            Inqueue",
+        "Tasks:            2 Binding; min member 2",
+        "Reason:           none: the job is not waiting for the scheduler",
+        "Estimated start:  no estimate: no forecast has run yet",
     ]
     info = json.loads(run("why", "ml/train", "-o", "json").out)
     assert (info["reason"], info["tasks"], info["queue_chain_source"]) == (None, {"Binding": 2}, "tree")
@@ -208,7 +210,9 @@ def test_dry_runs_save_nothing(cluster, tmp_path):
     result = run("job", "submit", "--dry-run", "-f", body)
     # The jobs endpoint's own dry run is used once the server's schema offers it (issue 20).
     if _jobs_dry_run_supported(ApiClient(cluster.url, cluster.token)):
-        assert result == Run(0, "job ml/solo checked (dry run: nothing saved)\n", "")
+        assert result == Run(0, "job ml/solo checked (dry run: nothing saved): would be bound to n0\n"
+                                "  expected to start in the next scheduling cycle, if running jobs end as "
+                                "declared\n", "")
     else:
         assert result == Run(2, "", "schedctl: --dry-run needs a YAML manifest: this server's POST "
                                     "/api/v1/jobs/ has no dry run\n")

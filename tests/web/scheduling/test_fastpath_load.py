@@ -91,7 +91,7 @@ def reference_load(now: datetime) -> tuple[ClusterSnapshot, dict, dict, dict]:
         elif status not in OCCUPYING_STATUSES:
             node = None
         tasks.append(TaskInfo(
-            uid=f"{job.namespace}/{t.name}", name=t.name, namespace=job.namespace, job_uid=job.uid,
+            uid=f"{job.uid}/{t.name}", name=t.name, namespace=job.namespace, job_uid=job.uid,
             resreq=Resource.from_canonical(t.request or {}), status=status, node_name=node, role=t.role,
             priority=t.priority if t.priority is not None else job.priority,
             preemption_policy=t.preemption_policy, preemptable=t.preemptable,
@@ -211,7 +211,7 @@ def test_fast_load_equals_orm_reference():
     # The fourth field is the task's job id (the write phase locks those jobs).
     loaded = Task.objects.select_related("job").filter(pk__in=[row[0] for row in state.tasks.values()])
     assert {uid: row[3] for uid, row in state.tasks.items()} == {
-        f"{t.job.namespace}/{t.name}": t.job_id for t in loaded}
+        f"{t.job.namespace}/{t.job.name}/{t.name}": t.job_id for t in loaded}
     assert {uid: (r.id, r.phase, r.reason_code, r.reason_message, r.reason_details, r.reason_since)
             for uid, r in state.jobs.items()} == job_rows
     assert state.node_ids == node_ids
@@ -223,9 +223,10 @@ def test_fast_load_reads_the_expected_rows():
     state = load_state(T0)
     snap = state.snapshot
     assert list(state.jobs) == ["ns1/j1", "ns1/j2", "ns1/j3", "ns2/j5"]  # by creation
-    assert sorted(state.tasks) == ["ns1/j1-a", "ns1/j1-b", "ns1/j2-bind", "ns1/j2-done", "ns1/j2-pipe",
-                                   "ns1/j2-run", "ns1/j3-rel", "ns2/j5-0", "ns2/j5-1"]
-    pipe = snap.jobs["ns1/j2"].tasks["ns1/j2-pipe"]
+    assert sorted(state.tasks) == ["ns1/j1/j1-a", "ns1/j1/j1-b", "ns1/j2/j2-bind", "ns1/j2/j2-done",
+                                   "ns1/j2/j2-pipe", "ns1/j2/j2-run", "ns1/j3/j3-rel", "ns2/j5/j5-0",
+                                   "ns2/j5/j5-1"]
+    pipe = snap.jobs["ns1/j2"].tasks["ns1/j2/j2-pipe"]
     assert (pipe.status, pipe.node_name, pipe.nominated_node) == (CoreStatus.PENDING, None, "n2")
     assert snap.jobs["ns1/j3"].phase is CorePhase.RUNNING  # cancelled: only holds its Releasing task
     assert snap.jobs["ns1/j1"].min_resources.to_canonical() == {"cpu": 2000, "memory": 2**31}
@@ -235,10 +236,10 @@ def test_fast_load_reads_the_expected_rows():
     assert snap.namespaces["ns1"].used.to_canonical() == {"cpu": 3000, "memory": 3 * 2**30}
     assert snap.namespaces["quota-only"].quota.to_canonical() == {"cpu": 0, "memory": 2**30}
     assert snap.queues["team"].parent == "dept" and snap.queues["team"].reclaimable is False
-    j5 = snap.jobs["ns2/j5"].tasks["ns2/j5-0"]
+    j5 = snap.jobs["ns2/j5"].tasks["ns2/j5/j5-0"]
     assert (j5.priority, j5.role, j5.duration, j5.preemptable, j5.preemption_policy) == (5, "ps", 12.5,
                                                                                           False, "Never")
-    assert snap.jobs["ns2/j5"].tasks["ns2/j5-1"].priority == 1000  # from the priority class
+    assert snap.jobs["ns2/j5"].tasks["ns2/j5/j5-1"].priority == 1000  # from the priority class
     if not SQLITE:
         created = Task.objects.get(name="j1-a").created.timestamp()
-        assert snap.jobs["ns1/j1"].tasks["ns1/j1-a"].created == created  # date_part == Python, exactly
+        assert snap.jobs["ns1/j1"].tasks["ns1/j1/j1-a"].created == created  # date_part == Python, exactly

@@ -107,7 +107,7 @@ def _task_rows() -> dict[str, tuple[int, str, str, int]]:
     from schedweb.scheduling.adapter import load_state
 
     state = load_state(T1)
-    return {uid.split("/")[1]: row for uid, row in state.tasks.items()}
+    return {uid.rsplit("/", 1)[1]: row for uid, row in state.tasks.items()}
 
 
 @requires_postgres

@@ -73,7 +73,7 @@ def test_a_task_allocated_without_a_bind_is_pending_again():
     with transaction.atomic():
         state = incremental.load(timezone.now(), active_conf()[0])
         snap = state.snapshot
-        task = snap.jobs["ns/a"].tasks["ns/a-0"]
+        task = snap.jobs["ns/a"].tasks["ns/a/a-0"]
         task.node_name = "n0"  # what Session.allocate does, left unbound (the job was not ready)
         snap.jobs["ns/a"].update_task_status(task, CoreStatus.ALLOCATED)
         snap.nodes["n0"].add_task(task)
@@ -163,7 +163,7 @@ def test_a_changed_task_is_screened_again_an_unchanged_one_not():
     _cycle()
     with transaction.atomic():
         jobs = incremental.load(timezone.now(), active_conf()[0]).snapshot.jobs
-        assert [jobs[f"ns/{n}"].tasks[f"ns/{n}-0"]._screened for n in "ab"] == [True, True]
+        assert [jobs[f"ns/{n}"].tasks[f"ns/{n}/{n}-0"]._screened for n in "ab"] == [True, True]
     Task.objects.filter(name="b-0").update(affinity={"nodeAffinity": "x"})  # a bulk write (no services)
     run = _cycle()
     assert run.job_errors == 1 and Job.objects.get(name="b").reason_code == "InvalidJob"

@@ -73,7 +73,7 @@ def test_dry_run_survives_the_poison_job(client, admin_user):
     response = client.post("/api/v1/scheduler-config/dry-run/", {"yaml": ""}, content_type="application/json")
     assert response.status_code == 200, response.content
     body = response.json()
-    assert body["binds"] == {"ns/a-0": "n0"}
+    assert body["binds"] == {"ns/a/a-0": "n0"}
     assert body["reasons"]["ns/poison"]["code"] == "InvalidJob"
 
 

@@ -13,6 +13,7 @@ from rest_framework.test import APIClient
 
 from schedweb.api.manifests import ManifestError, load_documents, split_documents
 from schedweb.core import services
+from schedweb.core.models import PriorityClass
 from tests.core.test_fuzz_parsers import _mutated, values
 from tests.web.api.test_manifests import PODGROUP, QUEUES, VCJOB
 
@@ -54,7 +55,7 @@ def test_manifest_error_is_the_documented_validation_error():
 @given(st.data())
 def test_import_endpoint_never_fails_with_5xx(data):
     user, _ = get_user_model().objects.get_or_create(username="fuzz-staff", defaults={"is_staff": True})
-    if not services.PriorityClass.objects.filter(name="high").exists():
+    if not PriorityClass.objects.filter(name="high").exists():
         services.priority_class_create(name="high", value=1000)
     client = APIClient()
     client.force_authenticate(user)

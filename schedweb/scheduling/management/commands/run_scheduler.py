@@ -9,11 +9,13 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
+from schedweb.scheduling.forecast_task import after_cycle
 from schedweb.scheduling.tasks import cycle_and_agent
 
 
 class Command(BaseCommand):
-    """Run cycle_run() (and the simulated agent when enabled) every SCHEDULE_PERIOD seconds."""
+    """Run cycle_run() (and the simulated agent when enabled) every SCHEDULE_PERIOD seconds; the
+    forecast after every FORECAST_EVERY_CYCLES-th cycle."""
 
     help = "Run the scheduling cycle every SCHEDULE_PERIOD seconds (or once with --once)."
 
@@ -36,6 +38,10 @@ class Command(BaseCommand):
         while True:
             started = time.monotonic()
             summary = cycle_and_agent()
+            # No broker here: every FORECAST_EVERY_CYCLES-th cycle the forecast runs in-process,
+            # after the cycle has committed (it never raises).
+            if forecast := after_cycle(summary, inline=True):
+                summary["forecast"] = forecast
             if options.get("verbosity", 1) > 1 or summary["binds"] or summary["errors"]:
                 self.stdout.write(str(summary))
             if once or stop:

@@ -1,4 +1,5 @@
-"""Review HM: preempt / reclaim defects against Volcano and the semantics page (exact evictions)."""
+"""Which victims preempt and reclaim evict, against Volcano and the semantics page (exact evictions):
+the preemption policy, evictions that cannot help discarded, the budget spent on the first victim."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Review HM: the reason of a job whose tasks were pipelined by preempt / reclaim."""
+"""Queue-quota reasons: a job pipelined by preempt waits for it (not for the stale quota refusal),
+and an overused queue's reason quotes its numbers."""
 
 from __future__ import annotations
 
@@ -13,9 +14,9 @@ def _running(name: str, node_name: str):
 
 @pytest.mark.parametrize(("min_low", "evictions", "code", "message"), [
     # Queue q: 6 cpu, all held by L (priority 1). H (priority 10, 2 x 2 cpu, gang 2) is refused by
-    # allocate (deserved 6, allocated 6: the gang's unmet minimum, "need 4, 0 left"). preempt then evicts l-0 and l-1 (L keeps
-    # its min 1) and pipelines h-0 on n1, h-1 on n2: H now waits for those evictions, and the
-    # quota refusal recorded before them is stale.
+    # allocate (deserved 6, allocated 6: the gang's unmet minimum, "need 4, 0 left"). preempt then
+    # evicts l-0 and l-1 (L keeps its min 1) and pipelines h-0 on n1, h-1 on n2: H now waits for
+    # those evictions, and the quota refusal recorded before them is stale.
     pytest.param(1, ["ns/l-0", "ns/l-1"], "WaitingForPreemption",
                  "2 task(s) pipelined, waiting for releasing resources (preempt)", id="pipelined-by-preempt"),
     # L keeps min 2 of its 3 tasks: only one victim, H's gang cannot be pipelined, all discarded;

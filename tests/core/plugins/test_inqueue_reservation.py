@@ -1,4 +1,4 @@
-"""Review HM: inqueue bookkeeping of jobs that already hold their gang (proportion and capacity).
+"""Inqueue bookkeeping of jobs that already hold their gang (proportion, capacity, overcommit).
 
 A job bound in cycle N keeps phase Inqueue in our result and only turns Running at the close of
 cycle N+1 (architecture.md), where Volcano's session close already makes it Running. In cycle

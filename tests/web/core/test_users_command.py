@@ -18,7 +18,7 @@ from schedweb.audit.models import AuditEntry
 from schedweb.core import services
 from schedweb.core.models import Queue
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 User = get_user_model()
 
 

@@ -105,9 +105,14 @@ REJECTIONS: list[tuple[str, Callable[[dict], Any], str, str]] = [
     ("duplicate priority class", lambda c: services.priority_class_create(name="high", value=1),
      "name", "A priority class named 'high' already exists."),
     ("duplicate job", submit(name="j1"), "name", "Job ns1/j1 already exists."),
-    ("duplicate task in job", submit(tasks=[task("a"), task("a")]), "tasks", "Duplicate task name 'a'."),
-    ("duplicate task in namespace", submit(tasks=[task("x"), task("j1-0")]),
-     "tasks[1].name", "Task ns1/j1-0 already exists."),
+    ("duplicate task in job", submit(tasks=[task("a"), task("a")]), "tasks[1].name",
+     "Duplicate task name 'a' (also tasks[0])."),
+    ("task named as a replica", submit(tasks=[task("w", replicas=2), task("new-w-1")]), "tasks[1].name",
+     "Duplicate task name 'new-w-1' (also tasks[0])."),
+    ("negative replicas", submit(tasks=[task("w", replicas=-1)]), "tasks[0].replicas",
+     "Must be at least 0, got -1."),
+    ("replica names too long", submit(tasks=[task("w" * 250, replicas=2)]), "tasks[0].name",
+     "Its replicas would be named new-wwww"),
     ("min_member above task count", submit(min_member=3, tasks=[task("a"), task("b")]),
      "min_member", "min_member 3 is above the task count 2."),
     ("min_task_member above role count", submit(min_task_member={"worker": 2}, tasks=[task(role="worker")]),
@@ -228,3 +233,35 @@ def test_namespace_quota_set_replaces_and_removes(db):
     assert NamespaceQuota.objects.get().hard == {"memory": float(GI)}
     assert services.namespace_quota_set(namespace="ns1", hard=None) is None
     assert not NamespaceQuota.objects.exists()
+
+
+def test_cancel_many_is_job_cancel_for_each(cluster):
+    from schedweb.audit.models import AuditEntry
+    from schedweb.core.job_services import job_cancel_many
+
+    leaf = cluster["leaf"]
+    waiting = services.job_submit(namespace="ns1", name="w", queue=leaf, tasks=[task("a"), task("b")])
+    done = services.job_submit(namespace="ns1", name="d", queue=leaf, tasks=[task()], phase="Completed")
+    gone = services.job_cancel(job=services.job_submit(namespace="ns1", name="g", queue=cluster["leaf"],
+                                                       tasks=[task()]))
+    before = AuditEntry.objects.filter(action="cancel").count()
+    out = job_cancel_many(job_ids=[cluster["job"].pk, waiting.pk, done.pk, gone.pk, 999999])
+    assert sorted(out) == sorted([cluster["job"].pk, waiting.pk, done.pk, gone.pk])
+    assert out[done.pk].message_dict == {"phase": ["Job ns1/d has already completed."]}
+    assert [out[pk].phase for pk in (cluster["job"].pk, waiting.pk, gone.pk)] == ["Cancelled"] * 3
+    assert sorted(Task.objects.filter(job__in=[cluster["job"], waiting]).values_list("name", "status")) == [
+        ("a", "Failed"), ("b", "Failed"), ("j1-0", "Releasing")]
+    assert AuditEntry.objects.filter(action="cancel").count() == before + 2  # the cancelled one: no entry
+
+
+def test_submit_writes_a_job_and_its_tasks_in_one_statement(cluster, django_assert_num_queries):
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        pytest.skip("the one-statement insert is PostgreSQL's")
+    # One read (queues, classes, names), a savepoint pair (the test's transaction), one insert.
+    with django_assert_num_queries(4):
+        job = services.job_submit(namespace="ns1", name="one", queue="leaf",
+                                  tasks=[task("w", replicas=3), task("chief")], min_member=4)
+    assert sorted(Task.objects.filter(job=job).values_list("name", "role")) == [
+        ("chief", ""), ("one-w-0", "w"), ("one-w-1", "w"), ("one-w-2", "w")]
