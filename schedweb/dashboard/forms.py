@@ -4,14 +4,11 @@ applies; its field errors show on the form."""
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Any
 
 from django import forms
 from django.core.exceptions import ValidationError
-from django.utils import timezone
 
-from schedweb.api.services import token_create
 from schedweb.core import services
 from schedweb.core.forms import add_service_errors
 from schedweb.core.models import Queue
@@ -65,39 +62,6 @@ class QueueEditForm(forms.Form):
             return data
         try:
             self.queue = services.queue_update(queue=self.queue, **{k: data.get(k) for k in self.fields})
-        except ValidationError as exc:
-            add_service_errors(self, exc)
-        return data
-
-
-# Token lifetimes offered on the tokens page (days; None = never expires).
-TOKEN_EXPIRY_CHOICES = [("7", "7 days"), ("30", "30 days"), ("90", "90 days"), ("365", "1 year"),
-                        ("never", "never")]
-TOKEN_EXPIRY_DEFAULT = "90"
-
-
-class TokenCreateForm(forms.Form):
-    """A name and a lifetime; the token is made by schedweb.api.services.token_create (the API's)."""
-
-    name = forms.CharField(max_length=100, help_text="What uses it, e.g. the portal or a laptop script.")
-    expires = forms.ChoiceField(choices=TOKEN_EXPIRY_CHOICES, initial=TOKEN_EXPIRY_DEFAULT,
-                                help_text="After this the key stops working; revoke it sooner below.")
-
-    def __init__(self, *args: Any, user: Any, **kwargs: Any) -> None:
-        self.user = user
-        self.token: Any = None
-        self.key: str | None = None
-        super().__init__(*args, **kwargs)
-
-    def clean(self) -> dict[str, Any]:
-        """Create the token; the service's ValidationError becomes form errors."""
-        data = super().clean()
-        if self.errors:
-            return data
-        days = data["expires"]
-        expires = None if days == "never" else timezone.now() + timedelta(days=int(days))
-        try:
-            self.token, self.key = token_create(user=self.user, name=data["name"], expires=expires)
         except ValidationError as exc:
             add_service_errors(self, exc)
         return data

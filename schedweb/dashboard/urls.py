@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from schedweb.dashboard.views import audit, job_lists, jobs, mine, nodes, overview, queues, tokens
+from schedweb.dashboard.views import audit, job_lists, jobs, mine, nodes, overview, queues
 
 app_name = "dashboard"
 
@@ -24,8 +24,6 @@ urlpatterns = [
     path("nodes/", nodes.nodes, name="nodes"),
     path("mine/", mine.my_queues, name="mine"),
     path("audit/", audit.audit_log, name="audit"),
-    path("tokens/", tokens.tokens, name="tokens"),
-    path("tokens/<int:pk>/revoke/", tokens.token_revoke_view, name="token-revoke"),
     path("accounts/login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(next_page="dashboard:login"), name="logout"),
 ]

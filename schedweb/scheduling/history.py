@@ -16,6 +16,8 @@ from typing import Any
 
 from django.utils import timezone
 
+from schedweb.scheduling.models import QueueSample
+
 DEFAULT_POINTS = 500
 MAX_POINTS = 2000
 FIGURES = ("deserved", "allocated", "request", "inqueue", "elastic", "capability", "real_capability",
@@ -39,23 +41,12 @@ class History:
         return self.bucket_seconds is not None
 
 
-def _model():
-    from django.apps import apps
-
-    if not apps.is_installed("schedweb.scheduling"):
-        return None
-    return apps.get_model("scheduling", "QueueSample")
-
-
 def queue_history(queue: str, since: datetime | None, until: datetime | None = None,
                   max_points: int = DEFAULT_POINTS) -> History:
     """The queue's samples in [since, until] (since None: from its first sample; until None: now),
     at most `max_points` of them by the rule of the module docstring."""
     until = until or timezone.now()
-    model = _model()
-    if model is None:
-        return History(queue, since or until, until, 0, None, [])
-    qs = model.objects.filter(queue=queue, created__lte=until)
+    qs = QueueSample.objects.filter(queue=queue, created__lte=until)
     if since is not None:
         qs = qs.filter(created__gte=since)
     times = list(qs.order_by("created", "id").values_list("id", "created"))
@@ -71,7 +62,7 @@ def queue_history(queue: str, since: datetime | None, until: datetime | None = N
             kept[index] = sample_id
         ids = [kept[i] for i in sorted(kept)]
         bucket = width
-    rows = (model.objects.filter(id__in=ids).order_by("created", "id")
+    rows = (QueueSample.objects.filter(id__in=ids).order_by("created", "id")
             .values("id", "cycle_id", "created", "share", "overused", *FIGURES)) if ids else []
     points = [{"time": r["created"], "cycle": r["cycle_id"], "share": r["share"], "overused": r["overused"],
                **{f: r[f] for f in FIGURES}} for r in rows]

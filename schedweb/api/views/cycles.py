@@ -6,7 +6,7 @@ from django_filters import rest_framework as filters
 from rest_framework import mixins, permissions, serializers, viewsets
 from rest_framework.response import Response
 
-from schedweb.api.filtersets import UtcDateTimeFilter
+from schedweb.core.filtersets import UtcDateTimeFilter
 from schedweb.scheduling.models import CycleRun, QueueSample
 
 

@@ -13,7 +13,6 @@ from rest_framework.response import Response
 
 from schedweb.api import commands
 from schedweb.api.cache import cached_json
-from schedweb.api.filtersets import JobFilterSet, TaskFilterSet
 from schedweb.api.permissions import ReadAnyWriteStaff
 from schedweb.api.serializers.jobs import (
     JobCreatedSerializer,
@@ -28,6 +27,7 @@ from schedweb.api.serializers.jobs import (
 )
 from schedweb.api.views.base import access, validated
 from schedweb.core import services
+from schedweb.core.filtersets import JobFilterSet, TaskFilterSet
 from schedweb.core.models import Job, Task
 
 IDEMPOTENCY_HEADER = "Idempotency-Key"

@@ -9,11 +9,11 @@ from rest_framework.decorators import action
 from rest_framework.filters import OrderingFilter
 from rest_framework.response import Response
 
-from schedweb.api.filtersets import NodeFilterSet
 from schedweb.api.permissions import ReadAnyWriteStaff
 from schedweb.api.serializers.cluster import HeartbeatSerializer, NodeSerializer, NodeWriteSerializer
 from schedweb.api.views.base import validated
 from schedweb.core import services
+from schedweb.core.filtersets import NodeFilterSet
 from schedweb.core.models import Node
 
 

@@ -16,7 +16,6 @@ from rest_framework.response import Response
 
 from schedweb.api import commands
 from schedweb.api.cache import cached_json
-from schedweb.api.filtersets import QueueFilterSet
 from schedweb.api.serializers.queues import (
     QueueHistoryQuerySerializer,
     QueueHistorySerializer,
@@ -29,6 +28,7 @@ from schedweb.api.serializers.queues import (
 from schedweb.api.views.base import access, validated
 from schedweb.core import services
 from schedweb.core.access import ADMIN_GROUPS, ADMIN_USERS, SUBMITTER_GROUPS, SUBMITTER_USERS
+from schedweb.core.filtersets import QueueFilterSet
 from schedweb.core.models import Queue
 from schedweb.scheduling.selectors import queue_tree
 

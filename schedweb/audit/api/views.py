@@ -6,10 +6,10 @@ import django_filters
 from django_filters.rest_framework import DjangoFilterBackend
 from rest_framework import mixins, viewsets
 
-from schedweb.api.filtersets import UtcDateTimeFilter
 from schedweb.audit.api.serializers import AuditEntrySerializer
 from schedweb.audit.models import AuditAction, AuditEntry, AuditObjectType
 from schedweb.audit.selectors import about_queue, entries_for
+from schedweb.core.filtersets import UtcDateTimeFilter
 
 
 class AuditEntryFilterSet(django_filters.FilterSet):

@@ -1,6 +1,6 @@
 """Job lists (every state, filtered, sorted, paged), "My jobs", and cancelling a job.
 
-The filters are the API's (schedweb.api.filtersets.JobFilterSet, same parameter names as
+The filters are the API's (schedweb.core.filtersets.JobFilterSet, same parameter names as
 GET /api/v1/jobs/), and so is the cancel rule (QueueAccess.can_cancel: the submitter, or an admin
 of the job's queue or an ancestor) and the write (schedweb.core.services.job_cancel).
 """
@@ -21,7 +21,6 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
-from schedweb.api.filtersets import JobFilterSet
 from schedweb.core import services
 from schedweb.core.choices import (
     JOB_PHASES,
@@ -30,7 +29,9 @@ from schedweb.core.choices import (
     TERMINAL_TASK_STATUSES,
     WAITING_TASK_STATUSES,
 )
+from schedweb.core.filtersets import JobFilterSet
 from schedweb.core.models import Job, Queue, Task, TaskStatus
+from schedweb.dashboard.estimates import legend, with_estimates
 from schedweb.dashboard.pending import REASON_LABELS, reason_label
 from schedweb.dashboard.views.common import access
 
@@ -151,7 +152,7 @@ def _list_context(request: HttpRequest, base: QuerySet, *, mine: bool) -> dict:
     data.pop("state", None)
     tabs = JobFilterSet(data, queryset=base)  # the tabs count by state what the other filters keep
     page = Paginator(_order(rows, ordering), PAGE_SIZE).get_page(request.GET.get("page"))
-    jobs = with_task_counts(list(page.object_list))
+    jobs = with_estimates(with_task_counts(list(page.object_list)))  # the page's estimates at once
     for job in jobs:
         job.can_cancel = can_cancel(request, job)
     return {
@@ -163,7 +164,7 @@ def _list_context(request: HttpRequest, base: QuerySet, *, mine: bool) -> dict:
         "namespaces": list(Job.objects.order_by("namespace").values_list("namespace", flat=True)
                            .distinct()[:500]),
         "reasons": _reason_options(),
-        "api_url": _api_url(params, ordering, page), "mine": mine,
+        "api_url": _api_url(params, ordering, page), "mine": mine, "estimate_legend": legend(),
         "filtered": bool(params or filterset.errors),
     }
 

@@ -8,6 +8,7 @@ from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 
 from schedweb.core.models import Job, Queue
+from schedweb.dashboard.estimates import job_estimate, legend, with_estimates
 from schedweb.dashboard.job_page import job_context
 from schedweb.dashboard.pending import pending_by_reason, pending_jobs
 
@@ -27,11 +28,12 @@ def pending_list(request: HttpRequest) -> HttpResponse:
         names = dict(Queue.objects.values_list("name", "id"))
         root = names.get(queue_name)
         queue_ids = {qid for qid in parents if root is not None and _under(qid, root, parents)}
-    jobs = list(pending_jobs(queue_ids=queue_ids, reason=reason)[:PAGE_SIZE + 1])
+    jobs = with_estimates(pending_jobs(queue_ids=queue_ids, reason=reason)[:PAGE_SIZE + 1])
     context = {
         "page": "pending", "jobs": jobs[:PAGE_SIZE], "truncated": len(jobs) > PAGE_SIZE,
         "queue": queue_name, "reason": reason, "reasons": pending_by_reason(),
         "queue_names": list(Queue.objects.order_by("name").values_list("name", flat=True)),
+        "estimate_legend": legend(),
     }
     template = "dashboard/partials/pending_rows.html" if request.htmx else "dashboard/pending.html"
     return render(request, template, context)
@@ -57,6 +59,8 @@ def job_detail(request: HttpRequest, namespace: str, name: str) -> HttpResponse:
                             namespace=namespace, name=name)
     context = job_context(job)
     context["can_cancel"] = _can_cancel(request, job)
+    if context["state"] == "waiting":  # issue 20: when it is expected to start (the stored forecast)
+        context.update(estimate=job_estimate(job), estimate_legend=legend())
     return render(request, "dashboard/job_detail.html", context)
 
 

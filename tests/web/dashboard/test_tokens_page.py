@@ -1,5 +1,6 @@
-"""The API tokens page: create (name, lifetime; the key shown once, stored as sha256), list,
-revoke; the keys it makes work against the API and stop working once revoked."""
+"""The API tokens page (schedweb.api.pages, beside the dashboard pages it links to): create (name,
+lifetime; the key shown once, stored as sha256), list, revoke; the keys it makes work against the
+API and stop working once revoked."""
 
 from __future__ import annotations
 

@@ -1,13 +1,18 @@
-"""API tokens page: create one (name, lifetime; the key shown once), list, revoke.
-
-The writes are the API's (schedweb.api.services: only the sha256 of a key is stored). The page
-answering the create shows the key and is never cached; reloading it does not show it again.
+"""The API tokens page (a page of the API app: its model and services): create a token (name,
+lifetime; the key shown once), list, revoke. Only the sha256 of a key is stored
+(schedweb.api.services). The page answering the create is never cached; reloading it does not
+show the key again.
 """
 
 from __future__ import annotations
 
+from datetime import timedelta
+from typing import Any
+
+from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -16,8 +21,41 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
 from schedweb.api.models import ApiToken
-from schedweb.api.services import token_revoke
-from schedweb.dashboard.forms import TokenCreateForm
+from schedweb.api.services import token_create, token_revoke
+from schedweb.core.forms import add_service_errors
+
+# Token lifetimes offered on the tokens page (days; None = never expires).
+TOKEN_EXPIRY_CHOICES = [("7", "7 days"), ("30", "30 days"), ("90", "90 days"), ("365", "1 year"),
+                        ("never", "never")]
+TOKEN_EXPIRY_DEFAULT = "90"
+
+
+class TokenCreateForm(forms.Form):
+    """A name and a lifetime; the token is made by schedweb.api.services.token_create (the API's)."""
+
+    name = forms.CharField(max_length=100, help_text="What uses it, e.g. the portal or a laptop script.")
+    expires = forms.ChoiceField(choices=TOKEN_EXPIRY_CHOICES, initial=TOKEN_EXPIRY_DEFAULT,
+                                help_text="After this the key stops working; revoke it sooner below.")
+
+    def __init__(self, *args: Any, user: Any, **kwargs: Any) -> None:
+        self.user = user
+        self.token: Any = None
+        self.key: str | None = None
+        super().__init__(*args, **kwargs)
+
+    def clean(self) -> dict[str, Any]:
+        """Create the token; the service's ValidationError becomes form errors."""
+        data = super().clean()
+        if self.errors:
+            return data
+        days = data["expires"]
+        expires = None if days == "never" else timezone.now() + timedelta(days=int(days))
+        try:
+            self.token, self.key = token_create(user=self.user, name=data["name"], expires=expires)
+        except ValidationError as exc:
+            add_service_errors(self, exc)
+        return data
+
 
 TOKENS_SHOWN = 100  # newest first; revoked ones stay listed (as in GET /api/v1/tokens/)
 
@@ -50,7 +88,7 @@ def tokens(request: HttpRequest) -> HttpResponse:
             form = TokenCreateForm(user=request.user)
         else:
             status = 400
-    return render(request, "dashboard/tokens.html", {
+    return render(request, "api/tokens.html", {
         "page": "tokens", "form": form, "created": created, "rows": _rows(request.user),
         "tree_url": request.build_absolute_uri(reverse("api:queue-tree")),
         "jobs_url": request.build_absolute_uri(reverse("api:job-list")),
@@ -66,4 +104,4 @@ def token_revoke_view(request: HttpRequest, pk: int) -> HttpResponse:
         token_revoke(token=token)
         messages.success(request, f"Token {token.name} ({token.prefix}...) is revoked: "
                                   "its key no longer works.")
-    return redirect("dashboard:tokens")
+    return redirect("tokens:list")
