@@ -14,10 +14,23 @@ re-asked lazily, right before it would be chosen.
 Best node, as Volcano's allocate: among rows passing the predicates, those whose `idle` fits
 the request win over those where only `future_idle` fits (pipelining); within a group the
 highest score wins and ties go to the lowest row, i.e. the node name that sorts first.
+
+Runs (`ClassState.run_length`): after `best` chose row r to allocate on, how many more tasks of
+the class would choose r one after another is known without placing them: the other rows do
+not change meanwhile, so copy j+1 goes to r while r, as it would be with j copies placed, still
+fits the request (idle and future idle), has a pod slot, scores above the best other row (a tie
+to the lower row) and passes the dynamic predicates. The row's figures after j copies are the
+same float sums the placements would make; the plugins are asked about them by writing them
+into the row of the NodeTable for the question and putting the real ones back
+(`NodeTable.set_row_state`): node-order row scores (`row_fn`) and dynamic predicates read a
+row's accounting from the NodeTable they are given. The dynamic predicates are asked once per
+run (with the run's last but one copy placed; a row they turn down stays down as it fills),
+then by bisection only when they refuse.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -35,6 +48,9 @@ _NEG = -np.inf
 _ROW_BY_ROW = 8
 # A class that missed more than this fraction of the rows recomputes everything.
 REFRESH_FRACTION = 0.125
+# A run probe's changed cells of one row: idle, used and future idle of the request's columns,
+# and the pod count.
+Cells = tuple[list[float], list[float], list[float], int]
 
 
 def fit_errors(ssn: Session, task: TaskInfo, ok: np.ndarray, predicate_counts: dict[str, int],
@@ -100,7 +116,7 @@ class ClassState:
 
     __slots__ = ("ssn", "table", "task", "dynamic", "local", "ok", "counts", "idle_fit", "future_fit",
                  "scores", "best_idle", "best_future", "synced", "vec", "cols", "never", "unverified",
-                 "need")
+                 "need", "runs", "run_verified")
 
     def __init__(self, ssn: Session, task: TaskInfo, dynamic: bool, log: ChangeLog | None = None) -> None:
         self.ssn = ssn
@@ -113,6 +129,10 @@ class ClassState:
         # A placement can only make those predicates fail, never pass, so such a row is
         # re-asked lazily, when it is about to be chosen (one predicate call for all of them).
         self.unverified: set[int] = set()
+        # Whether the class's latest run_length found a run (more than one task): worth asking again.
+        self.runs = False
+        # Run length whose last state the dynamic predicates passed (see placed_run), else -1.
+        self.run_verified = -1
         self._request()
         self.refresh()
 
@@ -237,6 +257,90 @@ class ClassState:
                     continue
                 return r, future
         return None
+
+    def run_length(self, r: int, limit: int, cap: Callable[[int], int] | None = None) -> int:
+        """How many tasks of the class in a row go to row r, the row `best` just chose to allocate
+        on (1 <= k <= limit; see the module docstring); `cap(k)` bounds it further (the queue)."""
+        self.run_verified = -1
+        if limit <= 1 or not self.local or self.best_idle[r] == _NEG:
+            return 1  # spreading classes and pipelined placements go one by one
+        ssn, table, task = self.ssn, self.table, self.task
+        scores = self.best_idle
+        own = scores[r]
+        scores[r] = _NEG
+        rival = int(np.argmax(scores))
+        top = scores[rival]
+        scores[r] = own
+        # A placement changes the columns the request names (cpu, memory, its scalars: `need`),
+        # each by the same float operations as NodeInfo.add_task and NodeTable's future idle.
+        cols = [j for j, _ in self.need]
+        req = [v for _, v in self.need]
+        rel = [float(table.releasing[r, j]) for j in cols]
+        pip = [float(table.pipelined[r, j]) for j in cols]
+        n, max_pods = len(cols), int(table.max_pods[r])
+
+        def step(cells: Cells) -> Cells:
+            idle = [cells[0][i] - req[i] for i in range(n)]
+            future = [(idle[i] + rel[i]) - pip[i] for i in range(n)]
+            return idle, [cells[1][i] + req[i] for i in range(n)], future, cells[3] + 1
+
+        cells: Cells = ([float(table.idle[r, j]) for j in cols], [float(table.used[r, j]) for j in cols],
+                        [float(table.future[r, j]) for j in cols], int(table.pod_count[r]))
+        states: list[Cells] = []  # states[j - 1]: the cells with j more copies
+        saved = table.row_state(r)
+        k = 1
+        try:
+            while k < limit:
+                cells = step(cells)
+                states.append(cells)
+                idle, _, future, pods = cells
+                if 0 < max_pods <= pods:
+                    break
+                if not all(req[i] - idle[i] < MIN_RESOURCE and req[i] - future[i] < MIN_RESOURCE
+                           for i in range(n)):
+                    break
+                table.set_cells(r, cols, *cells)
+                s = ssn.node_row_score(task, r)
+                if s < top or (s == top and rival < r):
+                    break
+                k += 1
+            if cap is not None and k > 1:
+                k = max(1, min(k, cap(k)))
+            if self.dynamic and k > 1:
+                if len(states) < k:
+                    states.append(step(states[-1]))
+                k = self._run_passes(r, cols, states, k)
+        finally:
+            table.set_row_state(r, *saved)
+        self.runs = k > 1
+        return k
+
+    def _run_passes(self, r: int, cols: list[int], states: list[Cells], k: int) -> int:
+        """The longest prefix of a k-task run on row r that the dynamic predicates let through:
+        copy j+1 needs row r to pass with j copies placed (0 copies: `best` verified it). Asked
+        first with all k placed: a pass also verifies the row for the class's next task."""
+        def passes(j: int) -> bool:
+            self.table.set_cells(r, cols, *states[j - 1])
+            return bool(self.ssn.predicate(self.task).ok_mask[r])
+
+        if passes(k):
+            self.run_verified = k
+            return k
+        lo, hi = 0, k  # passes with lo copies, refuses with hi
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if passes(mid):
+                lo = mid
+            else:
+                hi = mid
+        return lo + 1
+
+    def placed_run(self, r: int, count: int) -> None:
+        """A run of `count` tasks went to row r (after catch_up): when `run_length` saw the row
+        pass the dynamic predicates with exactly those placed, it needs no re-check."""
+        if count == self.run_verified:
+            self.unverified.discard(r)
+        self.run_verified = -1
 
     def _verify(self, r: int) -> bool:
         """Ask the predicates again for every unverified row; True when row r still passes."""

@@ -16,6 +16,13 @@ The stages, as in Volcano:
    TaskHasFitErrors); other kinds go on unless the gang can no longer reach min_available.
 6. allocate / pipeline: on the chosen node, through the Statement. When the job becomes ready
    and tasks remain, it is pushed back and the round ends (other jobs get a turn).
+   Runs: when a task goes to the same node as the task before it in the round (or its class's
+   latest run was longer than one) and the tasks after it are identical (same sched_key),
+   `Placer.run_length` says how many of them would
+   choose that node one after another (bounded by `allocatable_count`: the queue) and they are
+   placed in one step (`Statement.place_run`), stopping where the job becomes ready: the same
+   decisions as one by one, in fewer steps (job-ready callbacks read the job, not the figures
+   event handlers keep).
 7. commit / discard, at the end of a round: ready -> commit; else pipelined -> keep (the
    allocated tasks wait, reason WaitingForPreemption); else discard.
 Every speed-up (per-class state, change log, failure memo) lives behind `placer.Placer`.
@@ -31,7 +38,7 @@ from scheduler_core.actions.placer import Placer
 from scheduler_core.framework.interface import Action
 from scheduler_core.framework.isolation import guard
 from scheduler_core.framework.registry import register_action
-from scheduler_core.model import JobPhase, QueueState, TaskStatus
+from scheduler_core.model import JobPhase, QueueState, TaskInfo, TaskStatus
 
 if TYPE_CHECKING:
     from scheduler_core.framework.session import Session
@@ -39,9 +46,27 @@ if TYPE_CHECKING:
     from scheduler_core.model import JobInfo, QueueInfo
 
 
+def _twins(tasks: TaskList, first: TaskInfo) -> list[TaskInfo]:
+    """The tasks right after `first` (just popped) in the list that are identical to it: same
+    sched_key, status and node (a run's candidates, in order)."""
+    # The list's order is its own (TaskList keeps it); reading ahead does not consume it.
+    order, start = tasks._tasks, tasks._pos
+    key, status, node = first.sched_key, first.status, first.node_name
+    end = start
+    while end < len(order):
+        t = order[end]
+        if t.status is not status or t.node_name != node or t.sched_key != key:
+            break
+        end += 1
+    return order[start:end]
+
+
 @register_action("allocate")
 class AllocateAction(Action):
     """Place pending tasks onto idle (or future idle) node resources."""
+
+    # Place runs of identical tasks in one step (tests turn it off to compare with one by one).
+    runs: bool = True
 
     def execute(self, ssn: Session) -> None:
         """Run allocate over every valid, admitted job."""
@@ -98,6 +123,7 @@ class AllocateAction(Action):
         """One round of a job: try its tasks in one statement, then commit, keep or discard."""
         placer, names = self._placer, ssn.node_table.names
         refused = False
+        last_row, last_key = -1, None  # where the round's previous task went, and its kind
         while tasks:
             task = tasks.pop()  # 3. pick task
             if task.sched_key in failed:
@@ -117,11 +143,17 @@ class AllocateAction(Action):
                     break  # the gang cannot be met any more this round
                 continue
             row, pipelined = choice  # 6. allocate / pipeline
+            count = 1
             if pipelined:
                 stmt.pipeline(task, names[row])
+            elif self.runs and tasks and (placer.expects_run(task) or (
+                    row == last_row and task.sched_key == last_key)) and not ssn.job_ready(job):
+                # (A job already ready takes one task per round: no run.)
+                count = self._run(ssn, stmt, queue, job, tasks, task, row)
             else:
                 stmt.allocate(task, names[row])
-            placer.placed(task, row)
+            placer.placed(task, row, count)
+            last_row, last_key = row, task.sched_key
             if ssn.job_ready(job) and tasks:
                 jobs.push(job)
                 break
@@ -131,5 +163,26 @@ class AllocateAction(Action):
         elif ssn.job_pipelined(job):
             record_waiting(ssn, self.name, job)
         else:
-            placer.released(op.task for op in stmt.operations)
+            placer.released(stmt.placed_tasks())
             stmt.discard()
+
+    def _run(self, ssn: Session, stmt: Statement, queue: QueueInfo, job: JobInfo, tasks: TaskList,
+             task: TaskInfo, row: int) -> int:
+        """Allocate `task` on `row` with the identical tasks after it that would go there too;
+        returns how many were placed."""
+        twins = _twins(tasks, task)
+        count = self._placer.run_length(task, row, 1 + len(twins),
+                                        lambda k: ssn.allocatable_count(queue, task, k)) if twins else 1
+        if count == 1:
+            stmt.allocate(task, ssn.node_table.names[row])
+            return 1
+        left = len(tasks)  # tasks after `task`
+
+        def stop(j: int) -> bool:
+            # One by one, the round ends after the j-th task when the job is ready and tasks remain.
+            return j < count and left - (j - 1) > 0 and ssn.job_ready(job)
+
+        placed = stmt.place_run([task, *twins[:count - 1]], ssn.node_table.names[row], stop=stop)
+        for _ in range(placed - 1):
+            tasks.pop()
+        return placed

@@ -11,7 +11,11 @@ allocate asks `best(task)` (predicates, fit, scores: which node, allocated or pi
   topology spread), so each class catches up on the rows changed since it last looked, and a
   placement costs one row update for its own class;
 - a failure memo: a class that fitted nowhere, asked again with nothing placed or released
-  since, gets the same answer (and the same fit errors) without touching its arrays.
+  since, gets the same answer (and the same fit errors) without touching its arrays;
+- runs: `run_length(task, row, limit)` says how many identical tasks in a row, `task` first,
+  would choose the row `best(task)` just chose (`_placement.ClassState.run_length`), so allocate
+  places them in one step and tells `placed(task, row)` once; `expects_run(task)` says whether
+  the class's latest run was longer than one.
 `forget()` makes every class recompute (the per-job guard calls it after undoing a failed job).
 When the session records scores (`scheduler_core.node_scores`), each `best` call records the
 class's top rows right after choosing (the failure memo records an empty try).
@@ -19,7 +23,7 @@ class's top rows right after choosing (the failure memo records an empty try).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from scheduler_core.actions._placement import ChangeLog, ClassState, has_dynamic_predicates, spreads
@@ -79,12 +83,29 @@ class Placer:
             self._failed[key] = (len(log.rows), state.errors())
         return choice
 
+    def run_length(self, task: TaskInfo, row: int, limit: int,
+                   cap: Callable[[int], int] | None = None) -> int:
+        """How many of `limit` identical tasks in a row, `task` first, go to `row`, the row
+        `best(task)` just chose to allocate on, as asking `best` for each in turn would answer;
+        `cap(k)` bounds it further. 1 when score recording is on (it records every try)."""
+        asked, state = self._asked
+        if limit <= 1 or asked is not task or state is None or self._recorder is not None:
+            return 1
+        return state.run_length(row, limit, cap)
+
+    def expects_run(self, task: TaskInfo) -> bool:
+        """After `best(task)`: the latest `run_length` of its class found a run (a hint for when
+        asking is worth it; the answer is the same either way)."""
+        asked, state = self._asked
+        return asked is task and state is not None and state.runs
+
     def fit_errors(self, task: TaskInfo) -> FitErrors:
         """Why no node fits the task: its class's errors from the `best` call that returned None."""
         return self._failed[self.class_key(task)][1]
 
-    def placed(self, task: TaskInfo, row: int) -> None:
-        """The task was allocated or pipelined on `row`: log it, and update its class at once."""
+    def placed(self, task: TaskInfo, row: int, count: int = 1) -> None:
+        """The task (or a run of `count` tasks of its class, `task` first, after `run_length`) was
+        allocated or pipelined on `row`: log it, and update its class at once."""
         log = self._log
         log.add(ChangeLog.ALL if spreads(task) else row)
         asked, state = self._asked
@@ -92,6 +113,8 @@ class Placer:
             state = self._states.get(self.class_key(task))
         if state is not None:
             state.catch_up(log)
+            if count > 1:
+                state.placed_run(row, count)
 
     def released(self, tasks: Iterable[TaskInfo]) -> None:
         """These placed tasks are about to be undone (a discard): their rows gain room."""

@@ -1,4 +1,4 @@
-"""Seeded synthetic clusters for the benchmarks: sizes S / M / L and four scenarios.
+"""Seeded synthetic clusters for the benchmarks: sizes S / M / L, four scenarios and their variants.
 
 A cluster is produced as a scenario-format dict (docs: scenario-format.md; quantities are plain
 numbers: cpu in cores, memory in bytes, GPUs in units) and turned into a `ClusterSnapshot` by
@@ -28,6 +28,11 @@ GPU_TAINT = {"key": GPU, "value": "present", "effect": "NoSchedule"}
 GPU_TOLERATION = {"key": GPU, "operator": "Exists", "effect": "NoSchedule"}
 SCENARIOS = ("fill", "steady", "contention", "backlog")
 CONTENTION_ACTIONS = "enqueue, allocate, preempt, reclaim, backfill"
+# Variants: a base scenario's cluster (the same jobs, byte for byte) under another scheduler
+# configuration. "fill-binpack": nodeorder off, binpack weight 10, so a gang's identical tasks
+# pile onto one node until it is full (allocate's runs are long), where the default scores
+# spread them (leastrequested).
+VARIANTS = {"fill-binpack": "fill"}
 
 
 @dataclass(frozen=True)
@@ -231,8 +236,9 @@ def generate(size: str | Size, scenario: str = "fill", seed: int = 1) -> dict[st
 def build_world(size: str | Size, scenario: str = "fill", seed: int = 1) -> World:
     """The generated cluster with its generator state (Churn keeps submitting from it)."""
     sz = SIZES[size] if isinstance(size, str) else size
+    variant, scenario = scenario, VARIANTS.get(scenario, scenario)
     if scenario not in SCENARIOS:
-        raise ValueError(f"unknown scenario {scenario!r}; expected one of {SCENARIOS}")
+        raise ValueError(f"unknown scenario {variant!r}; expected one of {SCENARIOS + tuple(VARIANTS)}")
     w = World(sz, scenario, np.random.default_rng(seed))
     make_nodes(w)
     make_queues(w)
@@ -246,6 +252,8 @@ def build_world(size: str | Size, scenario: str = "fill", seed: int = 1) -> Worl
                          contention=scenario == "contention")
     w.spec["jobs"] = jobs
     w.spec["now"] = EPOCH + w.seq + 3600
+    if variant == "fill-binpack":
+        w.spec["config"] = {"actions": "enqueue, allocate, backfill", "tiers": binpack_tiers()}
     return w
 
 
@@ -287,6 +295,14 @@ def pending_jobs(w: World, count: int, unfit_share: float = 0.0, contention: boo
         jobs.append(job)
         tasks += len(job["tasks"])
     return jobs
+
+
+def binpack_tiers() -> list[dict[str, Any]]:
+    """Volcano's default tiers without nodeorder, binpack weighted 10 (the fill-binpack variant)."""
+    tiers = default_tiers()
+    tiers[1]["plugins"] = [{"name": "binpack", "arguments": {"binpack.weight": 10}} if p["name"] == "binpack"
+                           else p for p in tiers[1]["plugins"] if p["name"] != "nodeorder"]
+    return tiers
 
 
 def default_tiers() -> list[dict[str, Any]]:

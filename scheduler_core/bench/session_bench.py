@@ -6,8 +6,9 @@
 Each (size, scenario) case runs in its own subprocess so that its peak RSS is its own.
 fill: one cycle on a fresh snapshot, 3 times; contention: one such cycle; steady: a warm-up
 cycle, then cycles with 1% churn (whole running jobs finish, as many new tasks arrive);
-backlog: a warm-up cycle, then cycles on the same state. Times are wall-clock `run_session`
-seconds; the snapshot build (the in-memory "load") is reported apart.
+backlog: a warm-up cycle, then cycles on the same state; fill-binpack: fill's cluster with
+nodeorder off and binpack weighted 10 (long runs of identical tasks on one node). Times are
+wall-clock `run_session` seconds; the snapshot build (the in-memory "load") is reported apart.
 """
 
 from __future__ import annotations
@@ -26,13 +27,15 @@ from typing import Any
 
 import numpy as np
 
-from scheduler_core.bench.generator import SCENARIOS, SIZES, build_world
+from scheduler_core.bench.generator import SCENARIOS, SIZES, VARIANTS, build_world
 from scheduler_core.bench.report import check_targets, machine, print_table, write_json
 from scheduler_core.bench.snapshot import Churn, conf_of, to_snapshot
 from scheduler_core.model import TaskStatus
 from scheduler_core.scheduler import run_session
 
-DEFAULT_CYCLES = {"fill": 3, "contention": 1, "steady": 30, "backlog": 10}
+DEFAULT_CYCLES = {"fill": 3, "contention": 1, "steady": 30, "backlog": 10, "fill-binpack": 3}
+# Scenarios run on a fresh snapshot every cycle (no warm-up).
+FRESH = ("fill", "contention", "fill-binpack")
 
 
 def pct(values: list[float], q: float) -> float:
@@ -49,7 +52,7 @@ def selected_cases(parser: argparse.ArgumentParser, sizes: str, scenarios: str,
         size, _, scenario = item.partition(":")
         cases.append((size, scenario))
     for size, scenario in cases:
-        if size not in SIZES or scenario not in SCENARIOS:
+        if size not in SIZES or scenario not in (*SCENARIOS, *VARIANTS):
             parser.error(f"unknown case {size}:{scenario}")
     return cases
 
@@ -64,7 +67,7 @@ def run_case(size: str, scenario: str, seed: int = 1, cycles: int | None = None)
     churn = Churn(world) if scenario in ("steady", "backlog") else None
     build, session, cpu, placed, evicted = [], [], [], [], []
     warmup: dict[str, float] = {}
-    fresh = scenario in ("fill", "contention")
+    fresh = scenario in FRESH
     for cycle in range(cycles + (0 if fresh else 1)):
         if churn is not None and scenario == "steady" and cycle > 0:
             churn.step()
@@ -172,7 +175,8 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--sizes", default="S,M")
     p.add_argument("--scenarios", default=",".join(SCENARIOS))
-    p.add_argument("--extra", default="L:fill", help="more size:scenario cases, comma separated")
+    p.add_argument("--extra", default="L:fill,M:fill-binpack",
+                   help="more size:scenario cases, comma separated")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--cycles", type=int, default=0, help="override the cycles per case (0 = defaults)")
     p.add_argument("--json", default="var/bench", help="directory for the JSON output ('' = none)")

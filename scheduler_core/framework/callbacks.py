@@ -9,7 +9,7 @@ plugin name). Callback types and companions: framework/extension_points.py.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from scheduler_core.framework.conf import Tier
 from scheduler_core.framework.extension_points import (
@@ -41,7 +41,15 @@ if TYPE_CHECKING:
     from scheduler_core.framework.signature import Signature
     from scheduler_core.model import JobInfo, QueueInfo, TaskInfo
 
-__all__ = ["KIND_FLAG", "PLACEMENT_KINDS", "CallbackRegistry"]
+__all__ = ["ALLOCATABLE_COUNT", "KIND_FLAG", "PLACEMENT_KINDS", "AllocatableCountFn", "CallbackRegistry"]
+
+# (queue, task, k_max) -> the largest k <= k_max such that the queue's allocatable fn says yes
+# before each of k copies of the task placed one after another (each copy's allocate event
+# fired): allocate's runs of identical tasks. Pure: it records nothing.
+AllocatableCountFn: TypeAlias = Callable[["QueueInfo", "TaskInfo", int], int]
+# The allocatable registration's companion keyword (its place is extension_points.COMPANIONS).
+ALLOCATABLE_COUNT = "count_fn"
+_COMPANIONS: dict[str, tuple[str, ...]] = {**COMPANIONS, "allocatable": (ALLOCATABLE_COUNT,)}
 
 
 def _fallback(l_created: float, r_created: float, l_name: str, r_name: str) -> int:
@@ -69,12 +77,12 @@ class CallbackRegistry:
         self.event_handlers: list[EventHandler] = []
         # Companions declared with each registration (extension_points.COMPANIONS): kind ->
         # plugin -> {keyword: value}; a re-registration replaces them with its own.
-        self._companions: dict[str, dict[str, dict[str, Any]]] = {kind: {} for kind in COMPANIONS}
+        self._companions: dict[str, dict[str, dict[str, Any]]] = {kind: {} for kind in _COMPANIONS}
 
     # -- registration ------------------------------------------------------------------------
     def _add(self, kind: str, name: str, fn: Any, **companions: Any) -> None:
         self._fns[kind][name] = fn
-        if kind in COMPANIONS:
+        if kind in _COMPANIONS:
             self._companions[kind][name] = companions
         self._tier_cache.pop(kind, None)
         self._flat_cache.pop(kind, None)
@@ -197,9 +205,15 @@ class CallbackRegistry:
         """Queue overused: any yes makes it overused."""
         self._add("overused", name, fn)
 
-    def add_allocatable_fn(self, name: str, fn: AllocatableFn) -> None:
-        """Queue may take the task: every plugin must say yes."""
-        self._add("allocatable", name, fn)
+    def add_allocatable_fn(self, name: str, fn: AllocatableFn,
+                           count_fn: AllocatableCountFn | None = None) -> None:
+        """Queue may take the task: every plugin must say yes.
+
+        `count_fn(queue, task, k_max)`, when given, answers `allocatable_count` for this plugin
+        (how many copies in a row it allows; see AllocatableCountFn); without it the plugin
+        allows runs of one task.
+        """
+        self._add("allocatable", name, fn, count_fn=count_fn)
 
     def add_preemptive_fn(self, name: str, fn: AllocatableFn) -> None:
         """Queue may reclaim for the task: every plugin must say yes."""
@@ -323,6 +337,24 @@ class CallbackRegistry:
         """May the queue take the task? Rule: all: every enabled plugin of every tier says yes
         (none registered: yes)."""
         return all(fn(queue, task) for _, fn in self._flat("allocatable"))
+
+    def allocatable_count(self, queue: QueueInfo, task: TaskInfo, k_max: int) -> int:
+        """How many copies of the task, placed one after another, the queue may take: the largest
+        k <= k_max with `allocatable(queue, task)` yes before each copy. Rule: the minimum over
+        the enabled plugins' `count_fn`; a plugin without one allows at most 1 (its fn is asked
+        as `allocatable` asks it); none registered: k_max."""
+        k = k_max
+        for name, fn in self._flat("allocatable"):
+            count = self.companion("allocatable", name, ALLOCATABLE_COUNT)
+            if count is not None:
+                k = min(k, count(queue, task, k))
+            elif fn(queue, task):
+                k = min(k, 1)
+            else:
+                return 0
+            if k <= 0:
+                return 0
+        return k
 
     def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
         """May the queue reclaim for the task? Rule: all (every enabled plugin; none: yes)."""

@@ -52,10 +52,16 @@ class Event:
 
 @dataclass(slots=True)
 class EventHandler:
-    """Per-plugin hooks fired on allocate/pipeline (allocate_func) and evict/discard (deallocate_func)."""
+    """Per-plugin hooks fired on allocate/pipeline (allocate_func) and evict/discard (deallocate_func).
+
+    `allocate_batch_func(events)`, when given, stands for `allocate_func` called on each event in
+    order (allocate places a run of identical tasks on one node in one step): it must leave the
+    plugin exactly as those calls would. Without it the session calls `allocate_func` per event.
+    """
 
     allocate_func: Callable[[Event], None] | None = None
     deallocate_func: Callable[[Event], None] | None = None
+    allocate_batch_func: Callable[[list[Event]], None] | None = None
 
 
 @dataclass(slots=True)

@@ -131,6 +131,33 @@ class NodeTable:
         np.subtract(self.idle[i] + self.releasing[i], self.pipelined[i], out=self.future[i])
         self.pod_count[i] = len(node.tasks)
 
+    def row_state(self, i: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+        """Copies of row i's (idle, used, future, pipelined, pod count): what `set_row_state` takes."""
+        return (self.idle[i].copy(), self.used[i].copy(), self.future[i].copy(), self.pipelined[i].copy(),
+                int(self.pod_count[i]))
+
+    def set_row_state(self, i: int, idle: np.ndarray, used: np.ndarray, future: np.ndarray,
+                      pipelined: np.ndarray, pods: int) -> None:
+        """Overwrite row i's accounting (allocate's run probes ask the plugins about the row as it
+        would be after more placements, then put the saved `row_state` back; the nodes are not
+        touched)."""
+        self.idle[i] = idle
+        self.used[i] = used
+        self.future[i] = future
+        self.pipelined[i] = pipelined
+        self.pod_count[i] = pods
+
+    def set_cells(self, i: int, cols: list[int], idle: list[float], used: list[float], future: list[float],
+                  pods: int) -> None:
+        """Overwrite some columns of row i's idle, used and future idle, and its pod count (a run
+        probe: the columns a request changes; `set_row_state` puts the row back)."""
+        a_idle, a_used, a_future = self.idle, self.used, self.future
+        for c, j in enumerate(cols):
+            a_idle[i, j] = idle[c]
+            a_used[i, j] = used[c]
+            a_future[i, j] = future[c]
+        self.pod_count[i] = pods
+
     def future_idle(self) -> np.ndarray:
         """idle + releasing - pipelined for every row (kept current, do not modify)."""
         return self.future

@@ -2,11 +2,13 @@
 
 Operations change the session at once (so later checks see them, as in Volcano); `discard`
 undoes them in reverse order and restores node, job and queue accounting exactly (queue
-figures follow through the event handlers); `commit` makes evictions final.
+figures follow through the event handlers); `commit` makes evictions final. `place_run` puts a
+run of one job's tasks on one node in one step, with one undo record (allocate's runs).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -25,6 +27,8 @@ class Operation:
     prev_status: TaskStatus
     prev_node: str | None
     reason: str = ""
+    # A run (place_run): every task placed, `task` first; all had `prev_status` and `prev_node`.
+    run: list[TaskInfo] | None = None
 
 
 class Statement:
@@ -46,6 +50,26 @@ class Statement:
         self.operations.append(Operation("pipeline", task, task.status, task.node_name))
         self.ssn._place(task, node_name, TaskStatus.PIPELINED)
 
+    def place_run(self, tasks: list[TaskInfo], node_name: str, pipelined: bool = False,
+                  stop: Callable[[int], bool] | None = None) -> int:
+        """Tentatively allocate (or pipeline) tasks of one job, all Pending on no node, on one
+        node in one step, as that many `allocate` calls would; `stop(j)` (asked after the j-th
+        task) ends the run early. Returns how many were placed (at least one)."""
+        first = tasks[0]
+        done: list[TaskInfo] = []
+        # Recorded first: a run that fails half-way is still undone by discard.
+        self.operations.append(Operation("pipeline" if pipelined else "allocate", first, first.status,
+                                         first.node_name, run=done))
+        self.ssn._place_run(tasks, node_name, TaskStatus.PIPELINED if pipelined else TaskStatus.ALLOCATED,
+                            done, stop)
+        return len(done)
+
+    def placed_tasks(self) -> Iterator[TaskInfo]:
+        """Every task allocated or pipelined so far in this statement, in order."""
+        for op in self.operations:
+            if op.kind != "evict":
+                yield from op.run if op.run is not None else (op.task,)
+
     def evict(self, task: TaskInfo, reason: str) -> None:
         """Tentatively evict the task (Releasing); final only on commit."""
         self.operations.append(Operation("evict", task, task.status, task.node_name, reason))
@@ -61,6 +85,9 @@ class Statement:
         for op in reversed(self.operations):
             if op.kind == "evict":
                 self.ssn._unevict(op.task, op.prev_status)
+            elif op.run is not None:
+                for task in reversed(op.run):
+                    self.ssn._unplace(task, op.prev_status, op.prev_node)
             else:
                 self.ssn._unplace(op.task, op.prev_status, op.prev_node)
         self.operations.clear()

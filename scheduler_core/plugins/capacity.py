@@ -8,7 +8,8 @@ preemptor first), reclaimable (shared dimensions with the reclaimer, guarantee k
 immediate victim when the reclaimee uses no deserved dimension, else the queue must exceed its
 deserved in one of the reclaimee's dimensions), preemptive (some requested dimension still
 under deserved), allocatable (Open, leaf, allocated + request <= real capability on the
-requested dimensions at every level, leaf to root), job enqueueable (the same chain with
+requested dimensions at every level, leaf to root; with a count of copies in a row), job
+enqueueable (the same chain with
 min_req + allocated + inqueue - elastic), job enqueued (inqueue to the leaf and ancestors),
 job valid (hierarchy: leaf queues only), events (allocated to the leaf and ancestors: O(depth)).
 Argument `ancestorReclaimLevel` (hierarchy only, default 0): reclaim also looks at the
@@ -24,6 +25,7 @@ from scheduler_core.framework.registry import register_plugin
 from scheduler_core.model import JobInfo, QueueInfo, QueueState, TaskInfo
 from scheduler_core.plugins import capacity_reclaim
 from scheduler_core.plugins.capacity_tree import CapacityTree, build_flat, build_hierarchy, queue_level
+from scheduler_core.plugins.proportion import copies_within
 from scheduler_core.plugins.queue_attr import (
     QueueAttr,
     ReasonMemo,
@@ -89,14 +91,15 @@ class CapacityPlugin(Plugin):
         ssn.add_queue_order_fn(self.name, self.queue_order)
         ssn.add_reclaimable_fn(self.name, self.reclaimable)
         ssn.add_preemptive_fn(self.name, self.preemptive)
-        ssn.add_allocatable_fn(self.name, self.allocatable)
+        ssn.add_allocatable_fn(self.name, self.allocatable, count_fn=self.allocatable_count)
         ssn.add_job_enqueueable_fn(self.name, self.job_enqueueable)
         ssn.add_job_enqueued_fn(self.name, self.job_enqueued)
         if hierarchy:
             ssn.add_victim_queue_order_fn(self.name, self.victim_queue_order)
             ssn.add_job_valid_fn(self.name, self.job_valid)
         ssn.add_event_handler(EventHandler(allocate_func=self.on_allocate,
-                                           deallocate_func=self.on_deallocate))
+                                           deallocate_func=self.on_deallocate,
+                                           allocate_batch_func=self.on_allocate_run))
 
     # -- orders ---------------------------------------------------------------------------------
     def queue_order(self, lhs: QueueInfo, rhs: QueueInfo) -> int:
@@ -194,6 +197,20 @@ class CapacityPlugin(Plugin):
                 return False
         return True
 
+    def allocatable_count(self, queue: QueueInfo, task: TaskInfo, k_max: int) -> int:
+        """How many copies of the task in a row `allocatable` lets through (each copy's event adds
+        its request at every level): the smallest count over the chain. Records nothing."""
+        if self._refusal(queue) is not None:
+            return 0
+        if queue.name not in self.queue_opts:
+            return k_max
+        k = k_max
+        for attr in reversed(self._chain(queue.name)):
+            k = copies_within(attr.allocated, task.resreq, attr.real_capability, k)
+            if k == 0:
+                break
+        return k
+
     def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
         """Some requested dimension of allocated + request is still within deserved."""
         if self._refusal(queue) is not None:
@@ -265,6 +282,21 @@ class CapacityPlugin(Plugin):
     def on_allocate(self, event: Event) -> None:
         """allocated += request at the leaf and its ancestors; shares updated (O(depth))."""
         self._apply(self.queue_opts, event.task, 1)
+
+    def on_allocate_run(self, events: list[Event]) -> None:
+        """on_allocate for each event: requests added in order at every level, shares updated once."""
+        touched: dict[str, QueueAttr] = {}
+        opts, jobs = self.queue_opts, self.ssn.jobs
+        for event in events:
+            task = event.task
+            attr = opts.get(jobs[task.job_uid].queue)
+            if attr is None:
+                continue
+            for a in (attr, *(opts[n] for n in attr.ancestors)):
+                a.allocated.add(task.resreq)
+                touched[a.name] = a
+        for a in touched.values():
+            update_share(a, best_effort_is_one=True)
 
     def on_deallocate(self, event: Event) -> None:
         """allocated -= request at the leaf and its ancestors; shares updated."""

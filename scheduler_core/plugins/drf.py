@@ -85,13 +85,23 @@ class DrfPlugin(Plugin):
             self.allocated[ev.task.job_uid].add(ev.task.resreq)
             self._update(ev.task.job_uid)
 
+        def on_allocate_run(events: list[Event]) -> None:
+            # on_allocate per event: the requests added in order, each job's share updated once.
+            jobs: dict[str, None] = {}
+            for ev in events:
+                self.allocated[ev.task.job_uid].add(ev.task.resreq)
+                jobs[ev.task.job_uid] = None
+            for uid in jobs:
+                self._update(uid)
+
         def on_deallocate(ev: Event) -> None:
             self.allocated[ev.task.job_uid].sub_without_assert(ev.task.resreq)
             self._update(ev.task.job_uid)
 
         ssn.add_job_order_fn(self.name, job_order, key_fn=lambda job: self.shares[job.uid])
         ssn.add_preemptable_fn(self.name, preemptable)
-        ssn.add_event_handler(EventHandler(allocate_func=on_allocate, deallocate_func=on_deallocate))
+        ssn.add_event_handler(EventHandler(allocate_func=on_allocate, deallocate_func=on_deallocate,
+                                           allocate_batch_func=on_allocate_run))
 
     def on_session_close(self, ssn: Session) -> None:
         """Drop per-session state."""

@@ -7,7 +7,8 @@ algorithm (proportion_deserved). Registered extension points: queue order (prior
 lower share), reclaimable (victims only while the victim queue's simulated allocated exceeds
 its deserved; seed 004's extra "allocated less than the reclaimer's request" skip is not
 applied, per the semantics page), overused (deserved <= allocated), allocatable / preemptive
-(queue Open and allocated + request <= deserved on the requested dimensions), job enqueueable
+(queue Open and allocated + request <= deserved on the requested dimensions; with a count of
+how many copies of a task in a row it allows), job enqueueable
 (queue Open; min_req + allocated + inqueue - elastic <= real capability on the dimensions
 min_req asks for), job enqueued (reserve inqueue), and allocate/deallocate event handlers.
 Simulation for preempt: `simulate_state`, `simulate_add_task`, `simulate_remove_task`,
@@ -42,6 +43,17 @@ if TYPE_CHECKING:
     from scheduler_core.framework.session import Session
 
 PERMIT, ABSTAIN, REJECT = 1, 0, -1
+
+
+def copies_within(used: Resource, req: Resource, limit: Resource, k_max: int) -> int:
+    """The largest k <= k_max such that `used` plus j requests (added one by one, as the events
+    add them) leaves room for one more within `limit` (over_dimensions) for every j < k."""
+    acc = used.clone()
+    k = 0
+    while k < k_max and not over_dimensions(acc, req, limit):
+        acc.add(req)
+        k += 1
+    return k
 
 
 @register_plugin("proportion")
@@ -103,12 +115,13 @@ class ProportionPlugin(Plugin):
         ssn.add_queue_order_fn(self.name, self.queue_order, key_fn=self.queue_order_key)
         ssn.add_reclaimable_fn(self.name, self.reclaimable)
         ssn.add_overused_fn(self.name, self.overused)
-        ssn.add_allocatable_fn(self.name, self.allocatable)
+        ssn.add_allocatable_fn(self.name, self.allocatable, count_fn=self.allocatable_count)
         ssn.add_preemptive_fn(self.name, self.preemptive)
         ssn.add_job_enqueueable_fn(self.name, self.job_enqueueable)
         ssn.add_job_enqueued_fn(self.name, self.job_enqueued)
         ssn.add_event_handler(EventHandler(allocate_func=self.on_allocate,
-                                           deallocate_func=self.on_deallocate))
+                                           deallocate_func=self.on_deallocate,
+                                           allocate_batch_func=self.on_allocate_run))
 
     # -- extension points -----------------------------------------------------------------------
     def _share(self, queue: QueueInfo) -> float:
@@ -174,6 +187,16 @@ class ProportionPlugin(Plugin):
                               "refusal": refusal("allocate", queue.name, "deserved", task.resreq)})
         return ok
 
+    def allocatable_count(self, queue: QueueInfo, task: TaskInfo, k_max: int) -> int:
+        """How many copies of the task in a row `allocatable` lets through (each copy's allocate
+        event adds its request): the largest k <= k_max. Records nothing."""
+        if queue.state is not QueueState.OPEN:
+            return 0
+        attr = self.queue_opts.get(queue.name)
+        if attr is None:
+            return k_max
+        return copies_within(attr.allocated, task.resreq, attr.deserved, k_max)
+
     def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
         """Same test as allocatable (no reason recorded: reclaim only asks)."""
         attr = self.queue_opts.get(queue.name)
@@ -225,6 +248,17 @@ class ProportionPlugin(Plugin):
         attr = self._attr_of(event.task)
         if attr is not None:
             attr.allocated.add(event.task.resreq)
+            update_share(attr)
+
+    def on_allocate_run(self, events: list[Event]) -> None:
+        """on_allocate for each event: the requests added in order, each share updated once."""
+        touched: dict[str, QueueAttr] = {}
+        for event in events:
+            attr = self._attr_of(event.task)
+            if attr is not None:
+                attr.allocated.add(event.task.resreq)
+                touched[attr.name] = attr
+        for attr in touched.values():
             update_share(attr)
 
     def on_deallocate(self, event: Event) -> None:

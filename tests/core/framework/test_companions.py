@@ -9,7 +9,9 @@ open and again after random placements and evictions:
 - `static=True` (predicate): a task with the same `sched_key` (other name, namespace, job) gets
   the same answer in any session over the same nodes, whatever runs where;
 - `victim_job_filter` (preemptable / reclaimable): no victim belongs to a job the filter refuses,
-  and the callback never abstains.
+  and the callback never abstains;
+- `count_fn` (allocatable): for a task and its job's queue, the number of copies `allocatable`
+  lets through one after another, each copy's allocate event fired in between.
 Signatures, the fifth companion, are checked the same way in test_signatures.py.
 """
 
@@ -29,7 +31,7 @@ from tests.conftest import profiled
 from tests.core.builders import GPU, conf, job, node, snapshot, task
 
 NOW = 1_000.0
-CHECKED = ("key_fn", "row_fn", "static", "victim_job_filter")
+CHECKED = ("key_fn", "row_fn", "static", "victim_job_filter", "count_fn")
 # Argument sets (and switches) that take a plugin's optional paths; the default is always tried.
 VARIANTS: dict[str, list[dict[str, Any]]] = {
     "sla": [{"arguments": {"sla-waiting-time": "10m"}}],
@@ -40,6 +42,7 @@ VARIANTS: dict[str, list[dict[str, Any]]] = {
     "binpack": [{"arguments": {"binpack.resources": GPU, f"binpack.resources.{GPU}": 3,
                                "binpack.weight": 2, "binpack.memory": 0}}],
     "usage": [{"arguments": {"usage.weight": 2, "thresholds": {"cpu": 50, "mem": 60}}}],
+    "capacity": [{"enableHierarchy": True}],
 }
 
 
@@ -80,13 +83,14 @@ def test_the_builtin_plugins_declare_these_companions():
            if (found := _probe(name, {}))}
     assert got == {
         "binpack": {"node_order": {"row_fn", "signature"}},
+        "capacity": {"allocatable": {"count_fn"}},
         "drf": {"job_order": {"key_fn"}},
         "gang": {"job_order": {"key_fn"}, "preemptable": {"victim_job_filter"},
                  "reclaimable": {"victim_job_filter"}},
         "nodeorder": {"node_order": {"row_fn", "signature"}, "batch_node_order": {"row_fn", "signature"}},
         "predicates": {"predicate": {"signature"}},
         "priority": {"job_order": {"key_fn"}},
-        "proportion": {"queue_order": {"key_fn"}},
+        "proportion": {"queue_order": {"key_fn"}, "allocatable": {"count_fn"}},
         "sla": {"job_order": {"key_fn"}},
         "usage": {"predicate": {"static", "signature"}, "node_order": {"signature"}},
     }
@@ -265,6 +269,20 @@ def check_victims(ssn: Session, name: str, kind: str, keep: Any, order: list[int
             assert refused == [], (kind, actor.uid)
 
 
+def check_counts(ssn: Session, name: str, count_fn: Any, limit: int = 4) -> None:
+    """For every task and its job's queue: count_fn equals allocatable asked before each copy."""
+    fn = _fn(ssn, "allocatable", name)
+    for t in all_tasks(ssn):
+        queue = ssn.queues[ssn.jobs[t.job_uid].queue]
+        expected = 0
+        while expected < limit and fn(queue, t):
+            ssn._fire(t, True)  # the plugin hears of one more copy
+            expected += 1
+        for _ in range(expected):
+            ssn._fire(t, False)
+        assert count_fn(queue, t, limit) == expected, t.uid
+
+
 def static_answers(ssn: Session, name: str, namespace: str) -> dict[str, list]:
     """The static predicate's answer for every task of the namespace, by task name."""
     fn = _fn(ssn, "predicate", name)
@@ -289,6 +307,8 @@ def test_companions_agree_with_their_callbacks(name, option, world, order):
                 check_rows(ssn, name, kind, ssn.companion(kind, name, "row_fn"))
             if "victim_job_filter" in keywords:
                 check_victims(ssn, name, kind, ssn.companion(kind, name, "victim_job_filter"), order)
+            if "count_fn" in keywords:
+                check_counts(ssn, name, ssn.companion(kind, name, "count_fn"))
     if "static" in companions.get("predicate", set()):
         # The other layout, the twins (other jobs, same sched_keys), then the random moves.
         other = build(world, name, option, layout="alt", twins=True)
