@@ -66,6 +66,13 @@ DEMO_ARRIVALS = env_bool("DEMO_ARRIVALS")
 # Scheduler: the cycle process keeps its snapshot between cycles and applies only what changed
 # (PostgreSQL; schedweb.scheduling.incremental); a full load every this many cycles regardless.
 SCHEDULER_FULL_RELOAD_EVERY = int(os.environ.get("SCHEDULER_FULL_RELOAD_EVERY", "100"))
+# Scheduler: "why these nodes" (schedweb.scheduling.placement_scores): each cycle keeps the node
+# scores (top SCHEDULER_RECORD_SCORES nodes, 0 = off) of at most SCHEDULER_RECORD_SCORES_PER_JOB
+# tasks a job that it bound or pipelined; not in a burst of more than
+# SCHEDULER_RECORD_SCORES_MAX_PENDING pending tasks (recording costs most in a big fill).
+SCHEDULER_RECORD_SCORES = int(os.environ.get("SCHEDULER_RECORD_SCORES", "3"))
+SCHEDULER_RECORD_SCORES_MAX_PENDING = int(os.environ.get("SCHEDULER_RECORD_SCORES_MAX_PENDING", "2000"))
+SCHEDULER_RECORD_SCORES_PER_JOB = int(os.environ.get("SCHEDULER_RECORD_SCORES_PER_JOB", "10"))
 # Forecast (schedweb.scheduling.forecast_task; README "Forecast and previews"): estimated starts
 # of waiting jobs, computed off the scheduling path after every FORECAST_EVERY_CYCLES-th cycle
 # (0 = never), stopped after FORECAST_CPU_BUDGET_S of CPU, FORECAST_HORIZON_S simulated seconds

@@ -14,6 +14,7 @@ from schedweb.api.views.jobs import JobViewSet, NamespacedJobViewSet, TaskViewSe
 from schedweb.api.views.manifests import ManifestExportView, ManifestImportView
 from schedweb.api.views.me import MeView
 from schedweb.api.views.nodes import NodeViewSet
+from schedweb.api.views.placements import JobPlacementsView, NamespacedJobPlacementsView
 from schedweb.api.views.preview import QueuePreviewView
 from schedweb.api.views.queues import QueueViewSet
 from schedweb.api.views.schema import DocsView, SchemaView
@@ -51,6 +52,10 @@ urlpatterns = [
     path("v1/namespaces/<str:namespace>/jobs/<str:name>/forecast/", NamespacedJobForecastView.as_view(),
          name="namespaced-job-forecast"),
     path("v1/jobs/forecasts/", ForecastListView.as_view(), name="job-forecasts"),
+    # Why a job's tasks are on their nodes (issue 17 rule 9): the recorded node scores.
+    path("v1/jobs/<int:pk>/placements/", JobPlacementsView.as_view(), name="job-placements"),
+    path("v1/namespaces/<str:namespace>/jobs/<str:name>/placements/", NamespacedJobPlacementsView.as_view(),
+         name="namespaced-job-placements"),
     re_path(r"^v1/queues/(?P<name>[^/]+)/preview/$", QueuePreviewView.as_view(), name="queue-preview"),
     path("v1/jobs/batch/", JobBatchView.as_view(), name="job-batch"),
     path("v1/jobs/cancel/", JobBulkCancelView.as_view(), name="job-bulk-cancel"),

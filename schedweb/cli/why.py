@@ -1,4 +1,5 @@
-"""`schedctl why JOB`: the job's reason, its queue chain with headroom, node failures, estimated start."""
+"""`schedctl why JOB`: the job's reason, its queue chain with headroom, node failures, estimated start,
+and the node scores of its newest recorded placements (GET /api/v1/jobs/{id}/placements/)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 
 from schedweb.cli import render
 from schedweb.cli.client import ApiClient
+from schedweb.cli.errors import ApiError
 from schedweb.cli.jobs import TASK_STATUSES, job_uid, resolve_job
 from schedweb.cli.queues import load_tree
 
@@ -15,6 +17,8 @@ CHAIN_HEADERS = ("QUEUE", "DESERVED", "ALLOCATED", "HEADROOM")
 FAILURE_HEADERS = ("NODES", "REASON")
 # Fields of the estimated start (issue 20); shown only when the server sends them.
 ESTIMATE_KEYS = ("estimated_start", "estimate_basis")
+SCORE_HEADERS = ("TASK", "NODE", "SCORES")
+PLACEMENTS_SHOWN = 3  # newest recorded placements `why` asks for (the API pages through all)
 
 
 def headroom(deserved: Mapping[str, Any] | None, allocated: Mapping[str, Any] | None) -> dict | None:
@@ -55,8 +59,9 @@ def queue_chain(job: dict, paths: dict[str, list[dict]] | None) -> tuple[list[di
     return levels, "tree"
 
 
-def explain(job: dict, paths: dict[str, list[dict]] | None) -> dict[str, Any]:
-    """Everything `why` shows, as one JSON-friendly object (what `-o json|yaml` prints)."""
+def explain(job: dict, paths: dict[str, list[dict]] | None, placements: dict | None = None) -> dict[str, Any]:
+    """Everything `why` shows, as one JSON-friendly object (what `-o json|yaml` prints);
+    `placements`: the job's placements answer, when the server has one."""
     reason = job.get("reason")
     details = job.get("reason_details") or {}
     chain, source = queue_chain(job, paths)
@@ -76,7 +81,33 @@ def explain(job: dict, paths: dict[str, list[dict]] | None) -> dict[str, Any]:
                 break
     if isinstance(job.get("forecast"), dict) and job["forecast"].get("sentence"):
         out["estimate"] = job["forecast"]["sentence"]  # "expected to start in about 25 min, ..."
+    if isinstance(placements, dict) and (placements.get("results") or placements.get("note")):
+        out["placements"] = list(placements.get("results") or [])
+        out["placements_note"] = placements.get("note") or ""
     return out
+
+
+def _num(x: Any) -> str:
+    return f"{float(x):.4f}".rstrip("0").rstrip(".") if _is_num(x) else str(x)
+
+
+def score_words(entry: dict | None) -> str:
+    """"binpack 100, nodeorder 450: total 550" (the job page's words) for one node's scores."""
+    if not isinstance(entry, dict):
+        return "not recorded"
+    parts = ", ".join(f"{k} {_num(v)}" for k, v in sorted((entry.get("plugins") or {}).items()))
+    total = f"total {_num(entry.get('total', 0))}"
+    return f"{parts}: {total}" if parts else total
+
+
+def score_rows(placements: list[dict]) -> list[list[str]]:
+    """Per placement: the chosen node and then the other nodes of its try, best first."""
+    rows = []
+    for p in placements:
+        rows.append([p.get("task"), f"{p.get('node')} (chosen)", score_words(p.get("chosen_scores"))])
+        rows.extend([p.get("task"), e.get("node"), score_words(e)] for e in p.get("top") or []
+                    if isinstance(e, dict) and e.get("node") != p.get("node"))
+    return rows
 
 
 def why_text(info: dict[str, Any]) -> str:
@@ -112,7 +143,24 @@ def why_text(info: dict[str, Any]) -> str:
         ordered = sorted(failures.items(), key=lambda kv: (-int(kv[1]), str(kv[0])))
         parts.append("Node failures (nodes that failed one task, by reason):\n"
                      + render.table(FAILURE_HEADERS, [[n, r] for r, n in ordered]))
+    if info.get("placements"):
+        parts.append("Why these nodes (newest recorded placements):\n"
+                     + render.table(SCORE_HEADERS, score_rows(info["placements"])))
+    elif info.get("placements_note"):
+        parts.append(f"Why these nodes: {info['placements_note']}")
     return "\n\n".join(parts)
+
+
+def placements_of(client: ApiClient, job: dict) -> dict | None:
+    """The job's newest recorded placements (None from a server without the endpoint)."""
+    if not isinstance(job.get("id"), int):
+        return None
+    try:
+        return client.get(f"/api/v1/jobs/{job['id']}/placements/", {"limit": PLACEMENTS_SHOWN})
+    except ApiError as exc:
+        if exc.status == 404:
+            return None
+        raise
 
 
 def cmd_why(client: ApiClient, args: argparse.Namespace) -> None:
@@ -120,14 +168,15 @@ def cmd_why(client: ApiClient, args: argparse.Namespace) -> None:
     job = resolve_job(client, args.job)
     recorded = (job.get("reason_details") or {}).get("queue_chain")
     paths = None if recorded else load_tree(client)
-    render.emit(explain(job, paths), args.output, why_text)
+    render.emit(explain(job, paths, placements_of(client, job)), args.output, why_text)
 
 
 def add_parsers(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     """`why JOB`."""
     p = sub.add_parser("why", parents=[common], help="why a job waits",
                        description="Why a job waits: its reason code and message, the queue chain with "
-                                   "the headroom at each level, node failures, and the estimated start "
-                                   "when the server offers one.")
+                                   "the headroom at each level, node failures, the estimated start "
+                                   "when the server offers one, and why its placed tasks are on their "
+                                   "nodes (the node scores the scheduler recorded).")
     p.add_argument("job", metavar="JOB", help="job id or namespace/name")
     p.set_defaults(func=cmd_why)

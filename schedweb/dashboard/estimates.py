@@ -35,7 +35,8 @@ BASES: dict[str, tuple[str, str]] = {
               "It cannot run as the cluster stands (it never fits, is invalid, or its queue is closed): "
               "waiting does not help."),
 }
-NO_BASIS = ("no estimate", "No forecast has estimated this job yet (forecasts run every few scheduling cycles).")
+NO_BASIS = ("no estimate",
+            "No forecast has estimated this job yet (forecasts run every few scheduling cycles).")
 
 
 def basis_label(basis: str | None) -> str:
@@ -75,9 +76,11 @@ def job_estimate(job: Job) -> dict[str, Any]:
 
 def with_estimates(jobs: Iterable[Job]) -> list[Job]:
     """Set `estimate` (present()'s dict, None for a job that is not waiting) on each job of a page:
-    the waiting ones are read in one batch (forecasts_for: two queries, none without one)."""
+    the waiting ones are read in one batch (forecasts_for: two queries, none without one). A job
+    is waiting as on the job page: Pending or Inqueue with a task still without a node (when the
+    page counted them, `task_waiting`: a job whose tasks all have nodes is starting)."""
     jobs = list(jobs)
-    waiting = [job for job in jobs if job.phase in WAITING_JOB_PHASES]
+    waiting = [job for job in jobs if job.phase in WAITING_JOB_PHASES and getattr(job, "task_waiting", 1)]
     found = forecasts_for(waiting) if waiting else {}
     for job in jobs:
         # Not `job.forecast`: that name is JobForecast's reverse accessor on Job.

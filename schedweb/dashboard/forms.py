@@ -1,13 +1,12 @@
-"""The queue edit form and the API token form: validation is the write service's
-(schedweb.core.services.queue_update, schedweb.api.services.token_create), the same rules the API
-applies; its field errors show on the form."""
+"""The queue edit form: validation is the write service's (schedweb.core.services.queue_update),
+the same rules the API applies; its field errors show on the form."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from django import forms
-from django.core.exceptions import ValidationError
+from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 
 from schedweb.core import services
 from schedweb.core.forms import add_service_errors
@@ -32,7 +31,9 @@ class QueueEditForm(forms.Form):
     Resource maps show as quantities a person writes ({"memory": "16Gi"},
     schedweb.core.quantities.to_quantities), which the service parses back to the same stored
     value. `ignored` maps a field to why the active configuration ignores it (conf_fields); the
-    page prints it beside the field (`field.field.ignored`)."""
+    page prints it beside the field (`field.field.ignored`). With `commit=False` (the Preview
+    button) validation stops at the fields: `apply()` is then what the preview runs in its
+    rolled-back savepoint (schedweb.scheduling.queue_preview)."""
 
     weight = forms.IntegerField(help_text="Share of the parent's resources relative to siblings (>= 1).")
     priority = forms.IntegerField(help_text="Higher-priority queues are served first.")
@@ -42,8 +43,9 @@ class QueueEditForm(forms.Form):
     guarantee = ResourceMapField(required=False, help_text=RESOURCE_HELP)
 
     def __init__(self, *args: Any, queue: Queue, ignored: dict[str, str] | None = None,
-                 **kwargs: Any) -> None:
+                 commit: bool = True, **kwargs: Any) -> None:
         self.queue = queue
+        self.commit = commit
         kwargs.setdefault("initial", {
             "weight": queue.weight, "priority": queue.priority, "reclaimable": queue.reclaimable,
             # Quantities as written ("16Gi", "500m"): saving an unchanged form stores the same map.
@@ -58,10 +60,23 @@ class QueueEditForm(forms.Form):
     def clean(self) -> dict[str, Any]:
         """Run the service; its ValidationError becomes form errors and nothing is saved."""
         data = super().clean()
-        if self.errors:
+        if self.errors or not self.commit:
             return data
         try:
-            self.queue = services.queue_update(queue=self.queue, **{k: data.get(k) for k in self.fields})
+            self.apply()
         except ValidationError as exc:
             add_service_errors(self, exc)
         return data
+
+    def apply(self) -> Queue:
+        """The write the form stands for: queue_update with every field (cleaned data needed)."""
+        data = self.cleaned_data
+        self.queue = services.queue_update(queue=self.queue, **{k: data.get(k) for k in self.fields})
+        return self.queue
+
+    def add_violations(self, violations: dict[str, list[str]]) -> None:
+        """Show a preview's `violations` ({field: [message]}, `non_field_errors` for the form) as
+        the save would show the service's errors."""
+        exc = ValidationError({NON_FIELD_ERRORS if k == "non_field_errors" else k: v
+                               for k, v in violations.items()})
+        add_service_errors(self, exc)

@@ -3,8 +3,9 @@
 States: `waiting` (Pending/Inqueue with a task still without a node: why, NeverFits first),
 `starting` (Pending/Inqueue, every task has a node: it turns Running at the next cycle),
 `running` (Running/Unknown: where its tasks run, and why any of its tasks still waits),
-`completed` and `cancelled` (how it ended). The breadcrumbs follow the state: waiting jobs sit
-under "Pending", the others under "Jobs" and their state group.
+`completed` and `cancelled` (how it ended); in every state, "why these nodes" when a cycle
+recorded the node scores of its placements (schedweb.dashboard.why_nodes). The breadcrumbs
+follow the state: waiting jobs sit under "Pending", the others under "Jobs" and their state group.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from schedweb.dashboard.pending import (
     reason_sentence,
 )
 from schedweb.dashboard.views.common import load_figures
+from schedweb.dashboard.why_nodes import why_nodes
 
 STATE_TITLES = {
     "waiting": "Why is it waiting?",
@@ -156,6 +158,7 @@ def job_context(job: Job) -> dict[str, Any]:
         "dims": figures.tree.dims, "cycle_time": figures.tree.cycle_time,
         "history": _timeline(job),
         "position": 0, "position_of": 0, "placements": [], "cancelled_by": None, "ran_for": None,
+        "why_nodes": why_nodes(job),  # the recorded node scores of its placements (any state)
     }
     # A reason is shown while some task waits (a running elastic job may have waiting tasks too).
     if job.reason_code and waiting_tasks and state in ("waiting", "running"):

@@ -15,6 +15,7 @@ urlpatterns = [
     path("queues/<str:name>/", queues.queue_detail, name="queue"),
     path("queues/<str:name>/chart.json", queues.queue_chart_data, name="queue-chart"),
     path("queues/<str:name>/edit/", queues.queue_edit, name="queue-edit"),
+    path("queues/<str:name>/preview/", queues.queue_preview, name="queue-preview"),
     path("queues/<str:name>/state/", queues.queue_state, name="queue-state"),
     path("jobs/pending/", jobs.pending_list, name="pending"),
     path("jobs/", job_lists.job_list, name="jobs"),

@@ -13,6 +13,7 @@ import json
 import logging
 import os
 import time
+from contextlib import ExitStack
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -21,13 +22,14 @@ from django.utils import timezone
 
 from scheduler_core.framework.conf import SchedulerConf, parse_conf
 from scheduler_core.model import ClusterSnapshot
+from scheduler_core.node_scores import recording_scores
 from scheduler_core.result import FIGURE_NAMES, SessionResult
 from scheduler_core.scheduler import gc_paused, run_session_isolated
 from schedweb.core.models import TERMINAL_JOB_PHASES, SchedulerConfig, TaskStatus
-from schedweb.scheduling import incremental, writes
+from schedweb.scheduling import incremental, placement_scores, writes
 from schedweb.scheduling.adapter import LoadedState, figures_json
 from schedweb.scheduling.default_conf import schedweb_default_conf
-from schedweb.scheduling.models import CycleRun, QueueSample
+from schedweb.scheduling.models import CycleRun, QueueSample, TaskPlacementScores
 from schedweb.scheduling.sample_rollup import complete_samples
 from schedweb.scheduling.signals import cycle_finished
 
@@ -102,6 +104,7 @@ def _run_locked(started: datetime, t0: float) -> CycleRun:
     conf, rescheduling_due = with_rescheduling_last_run(conf, started.timestamp())
     loaded: list[LoadedState] = []
     load_time = [0.0]
+    pending = [0]
 
     def build() -> ClusterSnapshot:
         # The kept snapshot brought up to date (schedweb.scheduling.incremental). Called again
@@ -109,9 +112,14 @@ def _run_locked(started: datetime, t0: float) -> CycleRun:
         began = time.perf_counter()
         loaded.append(incremental.load(started, version, fresh=bool(loaded)))
         load_time[0] += time.perf_counter() - began
+        # Node scores of the placements (placement_scores), unless the snapshot is a burst: the
+        # session reads the ambient `recording_scores` (record_scores=None), set per snapshot.
+        pending[0] = placement_scores.pending_tasks(loaded[-1].snapshot)
+        scoring.enter_context(recording_scores(placement_scores.top_for(pending[0])))
         return loaded[-1].snapshot
 
-    _, result = run_session_isolated(build, conf)
+    with ExitStack() as scoring:  # record_scores left at None: the ambient value build() sets
+        _, result = run_session_isolated(build, conf)
     state = loaded[-1]
     incremental.settle(state, result)  # what the session changed in memory only goes back
     t2 = time.perf_counter()
@@ -121,7 +129,7 @@ def _run_locked(started: datetime, t0: float) -> CycleRun:
     job_changes, code_changed, same_code = _job_changes(state, result, started)
     # Every job this cycle writes, before any task row (see writes.lock_jobs: no deadlock with a cancel).
     writes.lock_jobs({c.id for c in job_changes} | task_jobs)
-    binds, pipelined, evictions, conflicts = _write_tasks(task_changes, started)
+    binds, pipelined, evictions, conflicts, applied = _write_tasks(task_changes, started)
     if delay := float(os.environ.get(WRITE_SLEEP_ENV) or 0):
         time.sleep(delay)
     conflicts += _write_jobs(job_changes, code_changed, same_code, started)
@@ -130,8 +138,10 @@ def _run_locked(started: datetime, t0: float) -> CycleRun:
         started=started, config_version=version, load_seconds=t1 - t0, schedule_seconds=t2 - t1,
         binds=binds, pipelined=pipelined, evictions=evictions, pending_jobs=len(result.reasons),
         conflicts=conflicts, warnings=state.warnings + list(result.warnings),
-        rescheduling_ran=rescheduling_due, job_errors=len(result.job_errors), timing=dict(result.timing))
+        rescheduling_ran=rescheduling_due, job_errors=len(result.job_errors), timing=dict(result.timing),
+        pending_tasks=pending[0], scores_recorded=result.node_scores is not None)
     incremental.finish(run.pk)
+    writes.insert_placement_scores(placement_scores.placement_rows(state, result, run.pk, applied))
     # Flat plugins report only queues holding jobs: parents (and idle leaves) get samples too.
     writes.insert_samples(complete_samples(_samples(run, result, started), state.snapshot.queues), previous)
     t3 = time.perf_counter()
@@ -159,12 +169,15 @@ def report_job_errors(result: SessionResult) -> None:
 
 
 def prune_history(now: datetime) -> int:
-    """Delete cycles (and their queue samples) older than SCHEDULER_HISTORY_DAYS; returns rows deleted."""
+    """Delete cycles (with their queue samples and placement scores) older than
+    SCHEDULER_HISTORY_DAYS; returns rows deleted."""
     days = float(getattr(settings, "SCHEDULER_HISTORY_DAYS", 1))
     cutoff = now - timedelta(days=days)
+    # Children first, each in one DELETE (the cycles' cascade would collect them row by row).
     samples, _ = QueueSample.objects.filter(created__lt=cutoff).delete()
+    scores, _ = TaskPlacementScores.objects.filter(cycle__started__lt=cutoff).delete()
     cycles, _ = CycleRun.objects.filter(started__lt=cutoff).delete()
-    return samples + cycles
+    return samples + scores + cycles
 
 
 def _task_changes(state: LoadedState, result: SessionResult) -> tuple[list[writes.TaskChange], set[int]]:
@@ -193,8 +206,8 @@ def _task_changes(state: LoadedState, result: SessionResult) -> tuple[list[write
     return changes, jobs
 
 
-def _write_tasks(changes: list[writes.TaskChange], now: datetime) -> tuple[int, int, int, int]:
-    """Apply the task changes; returns (binds, pipelined, evictions applied, conflicts)."""
+def _write_tasks(changes: list[writes.TaskChange], now: datetime) -> tuple[int, int, int, int, set[int]]:
+    """Apply the task changes; returns (binds, pipelined, evictions applied, conflicts, applied task ids)."""
     applied = writes.update_tasks(changes, now)
     counts = {TaskStatus.BINDING: 0, TaskStatus.PIPELINED: 0, TaskStatus.RELEASING: 0}
     for change in changes:
@@ -203,7 +216,8 @@ def _write_tasks(changes: list[writes.TaskChange], now: datetime) -> tuple[int, 
     conflicts = len(changes) - len(applied)
     if conflicts:
         logger.warning("cycle: %d task decision(s) dropped: the task changed during the cycle", conflicts)
-    return counts[TaskStatus.BINDING], counts[TaskStatus.PIPELINED], counts[TaskStatus.RELEASING], conflicts
+    return (counts[TaskStatus.BINDING], counts[TaskStatus.PIPELINED], counts[TaskStatus.RELEASING], conflicts,
+            applied)
 
 
 def _job_changes(state: LoadedState, result: SessionResult, now: datetime,

@@ -1,4 +1,5 @@
-"""What the scheduling cycles recorded: one CycleRun per cycle, per-queue samples, reason history."""
+"""What the scheduling cycles recorded: one CycleRun per cycle, per-queue samples, reason history,
+the node scores of the placements."""
 
 from __future__ import annotations
 
@@ -32,6 +33,11 @@ class CycleRun(models.Model):
     # The session's own timings (SessionResult.timing, seconds): `action_<name>_s` per action,
     # `session_s`, ...; /metrics builds Volcano's latency histograms from them.
     timing = models.JSONField(default=dict, blank=True)
+    # Pending tasks in the cycle's snapshot, and whether the cycle recorded its placements' node
+    # scores (TaskPlacementScores): off when SCHEDULER_RECORD_SCORES is 0 or in a burst (more
+    # than SCHEDULER_RECORD_SCORES_MAX_PENDING pending tasks).
+    pending_tasks = models.PositiveIntegerField(default=0)
+    scores_recorded = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["-started", "-id"]
@@ -128,3 +134,30 @@ class JobForecast(models.Model):
 
     def __str__(self) -> str:
         return f"{self.job_id}: {self.estimate_basis} {self.estimated_start}"
+
+
+class TaskPlacementScores(models.Model):
+    """Why a cycle put a task on its node: the node scores of the placement (issue 17 rule 9).
+
+    Written by the cycle for the tasks it bound or pipelined (at most SCHEDULER_RECORD_SCORES_PER_JOB
+    a job per cycle), from `SessionResult.node_scores` (scheduler_core.node_scores): `top` holds
+    the best nodes of the try, best first, and `chosen_scores` the chosen node's entry, each
+    `{"node", "total", "plugins": {plugin: part}, "pipelined"}`. Pruned with their cycle.
+    """
+
+    cycle = models.ForeignKey(CycleRun, on_delete=models.CASCADE, related_name="placement_scores")
+    job = models.ForeignKey("core.Job", on_delete=models.CASCADE, related_name="placement_scores")
+    task_name = models.CharField(max_length=253)
+    node = models.CharField(max_length=253)  # a name: the node may be deleted since
+    pipelined = models.BooleanField(default=False)
+    action = models.CharField(max_length=16, blank=True, default="")  # the action that placed it
+    # None: the task got its node from an earlier try of the session (no scores of that choice).
+    chosen_scores = models.JSONField(null=True, blank=True)
+    top = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        ordering = ["job_id", "task_name", "-cycle_id"]
+        verbose_name_plural = "task placement scores"
+
+    def __str__(self) -> str:
+        return f"{self.job_id}/{self.task_name} -> {self.node} @ cycle {self.cycle_id}"

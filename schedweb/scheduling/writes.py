@@ -19,7 +19,7 @@ from typing import Any
 from django.db import connection
 
 from schedweb.core.models import Job, Node, Task
-from schedweb.scheduling.models import JobReasonHistory, QueueSample
+from schedweb.scheduling.models import JobReasonHistory, QueueSample, TaskPlacementScores
 
 # Arbitrary constant key of the leader lock (pg_try_advisory_xact_lock takes a bigint).
 LEADER_LOCK_KEY = 0x5C4ED_0001
@@ -262,3 +262,25 @@ def insert_samples(samples: list[QueueSample], previous_cycle_id: int | None) ->
         for sample in samples:
             copy.write_row([_json_text(getattr(sample, name)) if is_json else getattr(sample, name)
                             for name, is_json in getters])
+
+
+# A placement's node scores, in PLACEMENT_COLUMNS order (schedweb.scheduling.placement_scores);
+# the two JSON columns already as JSON text (the COPY sends them as they are).
+PLACEMENT_COLUMNS = ("cycle_id", "job_id", "task_name", "node", "pipelined", "action", "chosen_scores", "top")
+PlacementRow = tuple[int, int, str, str, bool, str, str | None, str]
+
+
+def insert_placement_scores(rows: Sequence[PlacementRow]) -> None:
+    """Insert one cycle's TaskPlacementScores: PostgreSQL one COPY, SQLite a multi-row INSERT."""
+    if not rows:
+        return
+    if not is_postgres():
+        TaskPlacementScores.objects.bulk_create(
+            [TaskPlacementScores(**dict(zip(PLACEMENT_COLUMNS[:6], row[:6], strict=True)),
+                                 chosen_scores=None if row[6] is None else json.loads(row[6]),
+                                 top=json.loads(row[7])) for row in rows], batch_size=1000)
+        return
+    with connection.cursor() as cursor, cursor.copy(
+            f"COPY {TaskPlacementScores._meta.db_table} ({', '.join(PLACEMENT_COLUMNS)}) FROM STDIN") as copy:
+        for row in rows:
+            copy.write_row(row)

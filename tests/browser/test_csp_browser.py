@@ -30,6 +30,9 @@ PAGES = [
     ("/jobs/mine/", "document.getElementById('state-tabs') !== null"),
     ("/tokens/", "document.getElementById('token-create-form') !== null"),
     ("/jobs/nlp/gpt-giant/", "document.querySelector('#gang .bar') !== null"),
+    # A waiting job: its estimated start and the legend of estimate bases (issue 20); the queue
+    # edit form's Preview, swapped in by htmx, is tests/browser/test_forecast_browser.py's.
+    ("/jobs/vision/detector-train/", "document.querySelector('#forecast #forecast-legend') !== null"),
     ("/nodes/", "document.getElementById('node-heatmap').querySelector('.main-svg') !== null"),
     ("/mine/", "document.getElementById('my-queues') !== null"),
     ("/audit/", "document.getElementById('audit') !== null"),

@@ -164,7 +164,8 @@ def _list_context(request: HttpRequest, base: QuerySet, *, mine: bool) -> dict:
         "namespaces": list(Job.objects.order_by("namespace").values_list("namespace", flat=True)
                            .distinct()[:500]),
         "reasons": _reason_options(),
-        "api_url": _api_url(params, ordering, page), "mine": mine, "estimate_legend": legend(),
+        "api_url": _api_url(params, ordering, page), "mine": mine,
+        "estimate_legend": legend() if any(job.estimate for job in jobs) else [],
         "filtered": bool(params or filterset.errors),
     }
 

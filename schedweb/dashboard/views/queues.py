@@ -17,9 +17,11 @@ from schedweb.dashboard.conf_fields import active_ignored_fields
 from schedweb.dashboard.explain import explain
 from schedweb.dashboard.forms import QueueEditForm
 from schedweb.dashboard.pending import pending_jobs
+from schedweb.dashboard.queue_previews import present_preview
 from schedweb.dashboard.tree_html import tree_rows_html
 from schedweb.dashboard.units import fmt_map
 from schedweb.dashboard.views.common import Figures, access, load_figures
+from schedweb.scheduling.queue_preview import preview_queue_change
 
 JOBS_SHOWN = 200  # per queue page; the pending page lists them all
 
@@ -114,6 +116,30 @@ def queue_edit(request: HttpRequest, name: str) -> HttpResponse:
         return redirect("dashboard:queue", name=name)
     context = _page_context(request, load_figures(), name, form=form)
     return render(request, "dashboard/queue_detail.html", context, status=400)
+
+
+@login_required
+@require_POST
+def queue_preview(request: HttpRequest, name: str) -> HttpResponse:
+    """The edit form's Preview: what its values would do in the next cycle, nothing saved
+    (schedweb.scheduling.queue_preview runs the form's own write in a rolled-back savepoint).
+    The form comes back as posted with the preview below it: the whole page, or for htmx only
+    the edit section; 400 when the form shows errors (its fields, or limits the change breaks)."""
+    queue = _admin_queue(request, name)
+    queue_is_leaf = not Queue.objects.filter(parent=queue).exists()
+    form = QueueEditForm(request.POST, queue=queue, ignored=active_ignored_fields(is_leaf=queue_is_leaf),
+                         commit=False)
+    preview = None
+    if form.is_valid():
+        answer = preview_queue_change(queue, form.apply)
+        form.add_violations(answer["violations"])
+        preview = present_preview(answer)
+    status = 400 if form.errors else 200
+    if request.htmx:
+        return render(request, "dashboard/partials/queue_edit.html",
+                      {"view": {"name": name}, "form": form, "preview": preview}, status=status)
+    context = _page_context(request, load_figures(), name, form=form)
+    return render(request, "dashboard/queue_detail.html", {**context, "preview": preview}, status=status)
 
 
 @login_required
