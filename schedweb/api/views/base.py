@@ -1,12 +1,14 @@
-"""Shared view helpers: strict input validation and the request's queue access."""
+"""Shared view helpers: strict input validation, the request's queue access, one job by id or name."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from rest_framework import serializers
+from rest_framework.exceptions import NotFound
 
 from schedweb.core.access import QueueAccess, queue_access
+from schedweb.core.models import Job
 
 
 def validated(serializer_class: type[serializers.Serializer], request, *, partial: bool = False,
@@ -26,3 +28,19 @@ def validated(serializer_class: type[serializers.Serializer], request, *, partia
 def access(request) -> QueueAccess:
     """The request user's queue ACL view."""
     return queue_access(request)
+
+
+def job_by_id(pk: int, fields: tuple[str, ...]) -> Job:
+    """The job with this id, only `fields` loaded (404 otherwise, also past bigint)."""
+    job = Job.objects.filter(pk=pk).only(*fields).first() if pk < 2**63 else None
+    if job is None:
+        raise NotFound(f"No job with id {pk}.")
+    return job
+
+
+def job_by_name(namespace: str, name: str, fields: tuple[str, ...]) -> Job:
+    """The job namespace/name, only `fields` loaded (404 otherwise)."""
+    job = Job.objects.filter(namespace=namespace, name=name).only(*fields).first()
+    if job is None:
+        raise NotFound(f"No job {namespace}/{name}.")
+    return job

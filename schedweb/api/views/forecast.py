@@ -17,11 +17,11 @@ from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
-from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from schedweb.api.pagination import ApiPagination
+from schedweb.api.views.base import job_by_id, job_by_name
 from schedweb.core.models import Job
 from schedweb.scheduling.forecast_read import forecasts_for
 from schedweb.scheduling.models import JobForecast
@@ -65,9 +65,7 @@ class JobForecastView(APIView):
                    summary="Get a job's estimated start")
     def get(self, request, pk: int):
         """The job's estimated start from the newest forecast."""
-        job = Job.objects.filter(pk=pk).only(*FIELDS).first() if pk < 2**63 else None
-        if job is None:
-            raise NotFound(f"No job with id {pk}.")
+        job = job_by_id(pk, FIELDS)
         return Response(_answer([job])[0])
 
 
@@ -79,9 +77,7 @@ class NamespacedJobForecastView(APIView):
                    summary="Get a job's estimated start by namespace and name")
     def get(self, request, namespace: str, name: str):
         """The job's estimated start from the newest forecast."""
-        job = Job.objects.filter(namespace=namespace, name=name).only(*FIELDS).first()
-        if job is None:
-            raise NotFound(f"No job {namespace}/{name}.")
+        job = job_by_name(namespace, name, FIELDS)
         return Response(_answer([job])[0])
 
 

@@ -18,11 +18,11 @@ from typing import Any
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
-from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from schedweb.api.pagination import ApiPagination
+from schedweb.api.views.base import job_by_id, job_by_name
 from schedweb.core.models import Job
 from schedweb.scheduling.placement_scores import latest_records, record_json, unrecorded_note
 
@@ -96,9 +96,7 @@ class JobPlacementsView(_Placements):
                    summary="Get why a job's tasks are on their nodes")
     def get(self, request, pk: int):
         """The node scores of the job's placements, newest first."""
-        job = Job.objects.filter(pk=pk).only(*FIELDS).first() if pk < 2**63 else None
-        if job is None:
-            raise NotFound(f"No job with id {pk}.")
+        job = job_by_id(pk, FIELDS)
         return self.answer(request, job)
 
 
@@ -110,7 +108,5 @@ class NamespacedJobPlacementsView(_Placements):
                    summary="Get why a job's tasks are on their nodes, by namespace and name")
     def get(self, request, namespace: str, name: str):
         """The node scores of the job's placements, newest first."""
-        job = Job.objects.filter(namespace=namespace, name=name).only(*FIELDS).first()
-        if job is None:
-            raise NotFound(f"No job {namespace}/{name}.")
+        job = job_by_name(namespace, name, FIELDS)
         return self.answer(request, job)

@@ -32,20 +32,12 @@ from schedweb.scheduling.cycle import cycle_run, prune_history
 from schedweb.scheduling.models import CycleRun, TaskPlacementScores
 from schedweb.scheduling.placement_scores import score_text, unrecorded_note
 
-from .conftest import requires_postgres, statuses
+from .conftest import SIMPLE_CONF, requires_postgres, statuses
 
 pytestmark = [pytest.mark.django_db, requires_postgres]
 
-SCORING_CONF = """\
-actions: "enqueue, allocate, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-- plugins:
-  - name: drf
-  - name: predicates
-  - name: proportion
+# SIMPLE_CONF with the two node-order plugins: scores that tell the nodes apart.
+SCORING_CONF = SIMPLE_CONF + """\
   - name: nodeorder
   - name: binpack
     arguments:
