@@ -41,6 +41,32 @@ def current_figure(view: QueueView, dim: str) -> dict[str, Any]:
     }
 
 
+# A history shorter than this (one cycle, a few seconds) is drawn on a window of this width
+# centred on it: Plotly's own range would zoom to milliseconds and label them.
+MIN_SPAN = timedelta(minutes=2)
+
+
+def _instant(value: Any) -> datetime | None:
+    if isinstance(value, datetime):
+        return value
+    try:
+        return datetime.fromisoformat(str(value))
+    except ValueError:
+        return None
+
+
+def short_span_range(history: list[dict[str, Any]]) -> list[str] | None:
+    """The x-axis range [start, end] (ISO) for a history spanning under MIN_SPAN, else None."""
+    instants = [t for t in (_instant(h.get("time")) for h in history) if t is not None]
+    if not instants:
+        return None
+    first, last = min(instants), max(instants)
+    if last - first >= MIN_SPAN:
+        return None
+    pad = (MIN_SPAN - (last - first)) / 2
+    return [(first - pad).isoformat(), (last + pad).isoformat()]
+
+
 def history_figure(history: list[dict[str, Any]], dim: str) -> dict[str, Any]:
     """Lines over the cycles: deserved, allocated and request of one resource."""
     times = [h["time"].isoformat() if isinstance(h["time"], datetime) else h["time"] for h in history]
@@ -54,6 +80,8 @@ def history_figure(history: list[dict[str, Any]], dim: str) -> dict[str, Any]:
                      "marker": {"size": 4}})
     layout = {**_LAYOUT, "showlegend": True, "legend": {"orientation": "h", "y": -0.25},
               "title": {"text": f"{dim_label(dim)} over time", "x": 0.02}, "yaxis": {"rangemode": "tozero"}}
+    if (span := short_span_range(history)) is not None:
+        layout["xaxis"] = {"type": "date", "range": span}
     return {"data": data, "layout": layout}
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.db import connection
@@ -18,6 +19,7 @@ from django.test.utils import CaptureQueriesContext
 
 from schedweb.core import services
 from schedweb.core.models import Queue
+from schedweb.dashboard.charts import history_figure
 
 TREE_ORDER = ["default", "dev", "sandbox", "legacy", "production", "etl", "serving-batch", "research", "nlp",
               "nlp-eval", "nlp-train", "vision"]
@@ -118,6 +120,19 @@ def test_chart_json_current_bars_and_history(cycled, client_as):
     history = body["figures"]["chart-cpu-history"]["data"]
     assert [(t["name"], t["y"]) for t in history] == [("Deserved", [64]), ("Allocated", [47]),
                                                       ("Requested", [575])]
+    # One cycle: a two-minute window around it, not Plotly's zoom to milliseconds.
+    span = body["figures"]["chart-cpu-history"]["layout"]["xaxis"]["range"]
+    start, end = (datetime.fromisoformat(t) for t in span)
+    assert end - start == timedelta(minutes=2)
+    assert start + timedelta(minutes=1) == datetime.fromisoformat(history[0]["x"][0])
+
+
+def test_history_figure_keeps_plotly_range_over_two_minutes():
+    t0 = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
+    points = [{"time": t0 + timedelta(seconds=s), "allocated": {"cpu": 1000.0}} for s in (0, 59, 130)]
+    assert "xaxis" not in history_figure(points, "cpu")["layout"]
+    assert history_figure(points[:2], "cpu")["layout"]["xaxis"]["range"] == [
+        (t0 - timedelta(seconds=30.5)).isoformat(), (t0 + timedelta(seconds=89.5)).isoformat()]
 
 
 @pytest.mark.parametrize(("asked", "used"), [("15m", "15m"), ("24h", "24h"), ("bogus", "1h"), ("", "1h")])
