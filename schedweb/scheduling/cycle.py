@@ -229,14 +229,15 @@ def _job_changes(state: LoadedState, result: SessionResult, now: datetime,
     # text: jobs of a queue often wait for the same details (the decoded values are read-only).
     normalised: dict[str, dict] = {}
 
-    def normal_json(value: dict) -> dict:
+    def normal_json(value: dict) -> tuple[dict, str]:
+        # The text too: the writers send it as it is (one dumps per job and cycle, not three).
         if not value:
-            return {}
+            return {}, "{}"
         text = json.dumps(value, sort_keys=True, default=str)
         out = normalised.get(text)
         if out is None:
             out = normalised[text] = json.loads(text)
-        return out
+        return out, text
 
     code_changed: set[int] = set()
     same_code: list[int] = []
@@ -248,6 +249,7 @@ def _job_changes(state: LoadedState, result: SessionResult, now: datetime,
             # Completion (with `finished`) is the task status writers' job: the agent, the API.
             phase = row.phase
         reason = result.reasons.get(uid)
+        text: str | None = None
         if reason is None:
             code, message, details = "", "", {}
         else:
@@ -255,7 +257,10 @@ def _job_changes(state: LoadedState, result: SessionResult, now: datetime,
             code, message = str(data["code"]), data["message"]
             details = data.get("details") or {}
             # Equal as given: nothing to normalise (the row's value is already what JSON gives back).
-            details = row.reason_details if details == row.reason_details else normal_json(details)
+            if details == row.reason_details:
+                details = row.reason_details
+            else:
+                details, text = normal_json(details)
         if code == row.reason_code:
             if code:
                 same_code.append(row.id)
@@ -265,7 +270,7 @@ def _job_changes(state: LoadedState, result: SessionResult, now: datetime,
         else:
             since = now if code else None
             code_changed.add(row.id)
-        changes.append(writes.JobChange(row.id, row.phase, phase, code, message, details, since))
+        changes.append(writes.JobChange(row.id, row.phase, phase, code, message, details, since, text))
     return changes, code_changed, same_code
 
 

@@ -27,7 +27,9 @@ def _span(job: Job, code: str, first: datetime, last: datetime, current: bool) -
                                     first_seen=first, last_seen=last, current=current)
 
 
-def test_reason_history_touches_only_the_current_spans_of_the_listed_jobs():
+@pytest.mark.parametrize("json_copy_min_rows", [1, 10_000], ids=["copy", "insert"])
+def test_reason_history_touches_only_the_current_spans_of_the_listed_jobs(json_copy_min_rows, monkeypatch):
+    monkeypatch.setattr(writes, "JSON_COPY_MIN_ROWS", json_copy_min_rows)  # new spans: COPY (PostgreSQL)
     jobs = _jobs("changed", "same", "other", "cleared")
     old = T0 - timedelta(minutes=5)
     _span(jobs["changed"], "NotEnqueued", old, old, current=False)  # an older, closed span
@@ -114,6 +116,7 @@ def _task_rows() -> dict[str, tuple[int, str, str, int]]:
 @pytest.mark.parametrize("copy_min_rows", [0, 10_000], ids=["copy", "unnest"])
 def test_task_and_job_updates_skip_rows_changed_since_the_load(copy_min_rows: int, monkeypatch):
     monkeypatch.setattr(writes, "COPY_MIN_ROWS", copy_min_rows)
+    monkeypatch.setattr(writes, "JSON_COPY_MIN_ROWS", copy_min_rows)
     queue = Queue.objects.create(name="q")
     node = Node.objects.create(name="n0", allocatable={"cpu": 4000, "memory": 2**33, "pods": 110})
     gone = Node.objects.create(name="gone", allocatable={"cpu": 4000, "memory": 2**33, "pods": 110})
@@ -146,3 +149,29 @@ def test_task_and_job_updates_skip_rows_changed_since_the_load(copy_min_rows: in
         "name", "phase", "reason_code", "reason_message", "reason_details", "reason_since")) == [
         ("j", "Inqueue", "NodeFit", "0/1 nodes", {"a": [1, "x\ty"]}, T1),
         ("k", "Cancelled", "", "", {}, None)]
+
+
+@requires_postgres
+@pytest.mark.parametrize("copy_min_rows", [0, 10_000], ids=["copy", "unnest"])
+def test_reworded_reasons_replace_the_current_span_text_only(copy_min_rows: int, monkeypatch):
+    # Same code, new figures: the current span takes the cycle's message and details (both
+    # transports: COPY into a temp table, unnest arrays); closed spans and other jobs keep theirs.
+    monkeypatch.setattr(writes, "JSON_COPY_MIN_ROWS", copy_min_rows)
+    jobs = _jobs("a", "b", "c")
+    old = T0 - timedelta(minutes=5)
+    _span(jobs["a"], "NodeFit", old, old, current=False)
+    for name in ("a", "b", "c"):
+        _span(jobs[name], "QueueOverCapability", T0, T0, current=True)
+    details = {"queue_chain": [{"queue": "q", "left": {"cpu": 1.5}}], "note": "ünï \"q\"\n\t"}
+    code = "QueueOverCapability"
+    reworded = [writes.JobChange(jobs["a"].id, "Inqueue", "Inqueue", code, "need 2, 1.5 left", details, T0),
+                writes.JobChange(jobs["b"].id, "Inqueue", "Inqueue", code, "need 2, 0 left", {}, T0)]
+    assert writes.write_reason_history([], [jobs["c"].id], T1, reworded=reworded) == 0
+    rows = sorted(JobReasonHistory.objects.values_list("job__name", "code", "message", "details",
+                                                       "last_seen", "current"))
+    assert rows == [
+        ("a", "NodeFit", "NodeFit msg", {"n": 1}, old, False),
+        ("a", "QueueOverCapability", "need 2, 1.5 left", details, T0, True),
+        ("b", "QueueOverCapability", "need 2, 0 left", {}, T0, True),
+        ("c", "QueueOverCapability", "QueueOverCapability msg", {"n": 1}, T1, True),
+    ]
