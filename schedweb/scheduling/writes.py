@@ -96,7 +96,6 @@ TASK_CHANGES = ("sched_task_changes", "id bigint, old_status text, old_updated t
                 "new_status text, node_id bigint, set_node boolean")
 JOB_CHANGES = ("sched_job_changes", "id bigint, old_phase text, phase text, code text, message text, "
                "details jsonb, since timestamptz")
-REWORDS = ("sched_reason_rewords", "job_id bigint, message text, details jsonb")
 
 
 def _change_source(cursor: Any, table: tuple[str, str], rows: list[tuple],
@@ -213,7 +212,8 @@ def write_reason_history(changed: Sequence[JobChange], unchanged_ids: Sequence[i
                          reworded: Sequence[JobChange] = ()) -> int:
     """Close the spans of jobs whose code changed, open new ones, stretch the unchanged ones;
     `reworded` jobs keep their code but the current span takes their new message and details
-    (the figures a reason quotes are the latest cycle's, in the history as on the job).
+    (the figures a reason quotes are the latest cycle's, in the history as on the job): call it
+    after `update_jobs` wrote them, PostgreSQL copies them from the job rows.
 
     Returns the number of history rows inserted.
     """
@@ -229,10 +229,12 @@ def write_reason_history(changed: Sequence[JobChange], unchanged_ids: Sequence[i
                 cursor.execute(f"UPDATE {table} SET last_seen = %s WHERE current AND job_id = ANY(%s)",
                                [now, sorted(unchanged_ids)])
             if reworded:
-                source = _change_source(cursor, REWORDS, [(c.id, c.message, c.details_json())
-                                                          for c in reworded], JSON_COPY_MIN_ROWS)
-                cursor.execute(f"UPDATE {table} t SET message = v.message, details = v.details "
-                               f"FROM {source[0]} WHERE t.current AND t.job_id = v.job_id", source[1])
+                # From the job rows update_jobs just wrote: the same text, without sending the
+                # details again (kilobytes a job, every waiting job in most cycles).
+                cursor.execute(
+                    f"UPDATE {table} t SET message = j.reason_message, details = j.reason_details "
+                    f"FROM {Job._meta.db_table} j WHERE t.current AND t.job_id = j.id AND j.id = ANY(%s)",
+                    [sorted(c.id for c in reworded)])
     else:
         for chunk in _chunks(changed_ids):
             JobReasonHistory.objects.filter(job_id__in=chunk, current=True).update(current=False)

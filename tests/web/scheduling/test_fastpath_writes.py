@@ -151,11 +151,11 @@ def test_task_and_job_updates_skip_rows_changed_since_the_load(copy_min_rows: in
         ("k", "Cancelled", "", "", {}, None)]
 
 
-@requires_postgres
 @pytest.mark.parametrize("copy_min_rows", [0, 10_000], ids=["copy", "unnest"])
 def test_reworded_reasons_replace_the_current_span_text_only(copy_min_rows: int, monkeypatch):
-    # Same code, new figures: the current span takes the cycle's message and details (both
-    # transports: COPY into a temp table, unnest arrays); closed spans and other jobs keep theirs.
+    # Same code, new figures: after update_jobs wrote them (job changes by COPY or by unnest
+    # arrays), the current span takes the cycle's message and details; closed spans and other
+    # jobs keep theirs.
     monkeypatch.setattr(writes, "JSON_COPY_MIN_ROWS", copy_min_rows)
     jobs = _jobs("a", "b", "c")
     old = T0 - timedelta(minutes=5)
@@ -166,6 +166,8 @@ def test_reworded_reasons_replace_the_current_span_text_only(copy_min_rows: int,
     code = "QueueOverCapability"
     reworded = [writes.JobChange(jobs["a"].id, "Inqueue", "Inqueue", code, "need 2, 1.5 left", details, T0),
                 writes.JobChange(jobs["b"].id, "Inqueue", "Inqueue", code, "need 2, 0 left", {}, T0)]
+    Job.objects.update(phase="Inqueue")
+    assert writes.update_jobs(reworded, T1) == {jobs["a"].id, jobs["b"].id}
     assert writes.write_reason_history([], [jobs["c"].id], T1, reworded=reworded) == 0
     rows = sorted(JobReasonHistory.objects.values_list("job__name", "code", "message", "details",
                                                        "last_seen", "current"))
