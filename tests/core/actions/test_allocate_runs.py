@@ -123,29 +123,26 @@ def test_a_run_stops_where_the_pod_slots_run_out(spy, monkeypatch):
 LEAST = [["priority", "gang"], ["predicates", "proportion", "nodeorder"]]
 
 
-def test_a_run_stops_where_another_node_scores_higher(spy, monkeypatch):
-    # (c) leastrequested: n1 (16 cpu) scores 93, 87, 81, 75, 68 with 1..5 tasks; n2 (4 cpu) 75 with
-    # one. The fourth task ties 75 / 75: n1 keeps it (its name sorts first); the fifth goes to n2.
+@pytest.mark.parametrize(("big", "small", "binds", "lengths"), [
+    # (c) leastrequested: the 16-cpu node scores 93, 87, 81, 75, 68 with 1..5 tasks; the 4-cpu one 75
+    # with one. n1 big: the fourth task ties 75 / 75 and n1 keeps it (its name sorts first); the
+    # fifth goes to n2.
+    ("n1", "n2", {"ns/w-0": "n1", "ns/w-1": "n1", "ns/w-2": "n1", "ns/w-3": "n1", "ns/w-4": "n2",
+                  "ns/w-5": "n1"}, [("w-1", 0, 5, 3), ("w-4", 1, 2, 1)]),
+    # Mirrored, n2 big: it takes three; the fourth ties 75 / 75 and goes to n1, which sorts first.
+    ("n2", "n1", {"ns/w-0": "n2", "ns/w-1": "n2", "ns/w-2": "n2", "ns/w-3": "n1", "ns/w-4": "n2",
+                  "ns/w-5": "n2"}, [("w-1", 1, 5, 2), ("w-3", 0, 3, 1)]),
+], ids=["higher-score", "tie-to-the-first-name"])
+def test_a_run_stops_where_another_node_scores_higher_or_ties_first(spy, monkeypatch, big, small, binds,
+                                                                     lengths):
     def build():
-        return snapshot(nodes=[node("n1", cpu="16", memory="16Gi"), node("n2", cpu="4", memory="4Gi")],
-                        jobs=[gang("w", 6)])
+        nodes = sorted([node(big, cpu="16", memory="16Gi"), node(small, cpu="4", memory="4Gi")],
+                       key=lambda n: n.name)
+        return snapshot(nodes=nodes, jobs=[gang("w", 6)])
 
     result = check(build, conf("allocate", LEAST), monkeypatch)
-    assert result.binds == {"ns/w-0": "n1", "ns/w-1": "n1", "ns/w-2": "n1", "ns/w-3": "n1", "ns/w-4": "n2",
-                            "ns/w-5": "n1"}
-    assert spy["lengths"] == [("w-1", 0, 5, 3), ("w-4", 1, 2, 1)]
-
-
-def test_a_tie_with_a_node_that_sorts_first_ends_the_run(spy, monkeypatch):
-    # (c) mirrored: n2 (16 cpu) takes three; the fourth ties 75 / 75 and goes to n1.
-    def build():
-        return snapshot(nodes=[node("n1", cpu="4", memory="4Gi"), node("n2", cpu="16", memory="16Gi")],
-                        jobs=[gang("w", 6)])
-
-    result = check(build, conf("allocate", LEAST), monkeypatch)
-    assert result.binds == {"ns/w-0": "n2", "ns/w-1": "n2", "ns/w-2": "n2", "ns/w-3": "n1", "ns/w-4": "n2",
-                            "ns/w-5": "n2"}
-    assert spy["lengths"] == [("w-1", 1, 5, 2), ("w-3", 0, 3, 1)]
+    assert result.binds == binds
+    assert spy["lengths"] == lengths
 
 
 def test_a_run_stops_where_the_queue_stops_being_allocatable(spy, monkeypatch):
