@@ -242,6 +242,9 @@ CONFIGS = {
     "binpack": BINPACK_TIERS,
     "default": DEFAULT_TIERS,
     "capacity": [["priority", "gang"], ["drf", "predicates", "capacity", BINPACK]],
+    # The shipped default's queue plugin: the run's count is bounded at every level of the tree.
+    "hierarchy": [["priority", "gang"], ["drf", "predicates", {"name": "capacity", "enableHierarchy": True},
+                                         BINPACK]],
     "least": LEAST,
     "proportional": [["priority", "gang"], ["drf", PROPORTIONAL, "proportion", BINPACK]],
 }
@@ -268,9 +271,9 @@ worlds = st.fixed_dictionaries({
 })
 
 
-def build_world(world: dict):
+def build_world(world: dict, hierarchy: bool = False):
     """A snapshot of the world: nodes (some with a Releasing or a Running task of a low-priority
-    job), two queues, gangs of classes."""
+    job), two queues (with `hierarchy`, under a parent that holds the capability), gangs of classes."""
     nodes, held = [], []
     for i, s in enumerate(world["nodes"]):
         nodes.append(node(f"n{i}", cpu=s["cpu"], memory=s["memory"], pods=s["pods"], gpu=s["gpu"]))
@@ -280,6 +283,9 @@ def build_world(world: dict):
                                  node=f"n{i}"))
     cap = world["capability"]
     queues = [queue("q0", capability={"cpu": cap} if cap else None), queue("q1", weight=2)]
+    if hierarchy:
+        queues = [queue("p", capability={"cpu": cap} if cap else None),
+                  queue("q0", parent="p", deserved={"cpu": "2"}), queue("q1", parent="p", weight=2)]
     jobs = [job("old", queue="q1", tasks=held, phase="Running")] if held else []
     for j, spec in enumerate(world["jobs"]):
         tasks = [task(f"j{j}-{c}-{k}", cpu=cs["cpu"], memory=cs["memory"], created=cs["created"],
@@ -296,10 +302,11 @@ def build_world(world: dict):
 def test_runs_decide_as_one_by_one(name, world):
     # preempt and reclaim after allocate see the state the runs left (node tasks, job indexes).
     cfg = conf("enqueue, allocate, preempt, reclaim, backfill", CONFIGS[name])
-    with_runs = result_json(run(build_world(world), cfg))
+    hierarchy = name == "hierarchy"
+    with_runs = result_json(run(build_world(world, hierarchy), cfg))
     AllocateAction.runs = False
     try:
-        alone = result_json(run(build_world(world), cfg))
+        alone = result_json(run(build_world(world, hierarchy), cfg))
     finally:
         AllocateAction.runs = True
     assert with_runs == alone
