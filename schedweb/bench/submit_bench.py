@@ -186,7 +186,10 @@ def clear_submissions(since: float) -> None:
     with psycopg.connect(bench_url()) as conn:
         # By id: a request still in flight may add a job meanwhile; it stays. Django's CASCADE is
         # the ORM's, so the rows that point at a job go first.
-        ids = [r[0] for r in conn.execute("SELECT id FROM core_job WHERE namespace = 'bench'").fetchall()]
+        # The jobs locked first, in id order: the project's lock order (a job before its tasks),
+        # which the cycle's writes follow too; deleting tasks first deadlocked with a cycle.
+        ids = [r[0] for r in conn.execute(
+            "SELECT id FROM core_job WHERE namespace = 'bench' ORDER BY id FOR UPDATE").fetchall()]
         for table in ("core_task", "scheduling_jobreasonhistory"):
             conn.execute(f"DELETE FROM {table} WHERE job_id = ANY(%s)", (ids,))
         conn.execute("DELETE FROM core_job WHERE id = ANY(%s)", (ids,))
@@ -236,7 +239,9 @@ def raw_floor(queues: dict[str, int], jobs: int, repeat: int) -> float:
                     "'{}', '[]', '[]', 'PreemptLowerPriority', true, %s, now(), now())", task_rows)
             conn.commit()
             best = min(best, time.perf_counter() - t)
-            # Django's CASCADE is the ORM's: the tasks go first.
+            # Django's CASCADE is the ORM's: the tasks go first, their jobs locked before them.
+            conn.execute("SELECT id FROM core_job WHERE namespace = 'bench' AND name LIKE %s ORDER BY id "
+                         "FOR UPDATE", (f"{prefix}-%",))
             conn.execute("DELETE FROM core_task WHERE job_id IN (SELECT id FROM core_job WHERE namespace = "
                          "'bench' AND name LIKE %s)", (f"{prefix}-%",))
             conn.execute("DELETE FROM core_job WHERE namespace = 'bench' AND name LIKE %s", (f"{prefix}-%",))

@@ -56,6 +56,10 @@ def node_update(*, node: Node, name: Any = UNSET, allocatable: Any = UNSET, labe
 @transaction.atomic
 def node_delete(*, node: Node, actor: Any = None) -> None:
     """Delete a node that holds no task; finished tasks forget the node."""
+    # Locked first: FOR UPDATE waits for a cycle that holds the node FOR KEY SHARE while it binds
+    # tasks there, so the count below sees those binds (else the DELETE would fail on the
+    # foreign key once the cycle commits).
+    node = Node.objects.select_for_update().get(pk=node.pk)
     busy = node.tasks.filter(status__in=NODE_BOUND_TASK_STATUSES).count()
     if busy:
         raise fail("node", f"Node {node.name!r} still holds {busy} task(s); drain it first.")

@@ -13,12 +13,13 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from django.core.exceptions import ValidationError
 from django.db import connection, connections
 
 from schedweb.core import services
 from schedweb.core.job_services import job_cancel
 from schedweb.core.models import Job, Node, Task
-from schedweb.scheduling import cycle
+from schedweb.scheduling import cycle, writes
 from schedweb.scheduling.cycle import cycle_run
 from schedweb.scheduling.models import CycleRun
 from schedweb.scheduling.writes import LEADER_LOCK_KEY
@@ -155,3 +156,39 @@ def test_cycle_killed_during_write_leaves_no_partial_decision():
     while (run := cycle_run()).skipped and time.monotonic() < deadline:
         time.sleep(0.2)
     assert run.binds == 3
+
+
+def test_node_delete_racing_the_cycle_write_is_refused_cleanly(monkeypatch):
+    # The cycle has bound a task to n0 (uncommitted, n0 held FOR KEY SHARE) when an admin deletes
+    # n0. The delete must wait for the cycle and then see the task n0 now holds (a clear "drain it
+    # first"), never fail on the foreign key after the cycle commits.
+    make_cluster(nodes=1)
+    submit("a", tasks=1)
+    outcome: dict[str, BaseException | None] = {}
+    real = writes.update_tasks
+
+    def delete_node() -> None:
+        try:
+            services.node_delete(node=Node.objects.get(name="n0"))
+            outcome["error"] = None
+        except BaseException as exc:  # noqa: BLE001 - the test reports whatever it was
+            outcome["error"] = exc
+        finally:
+            connections.close_all()
+
+    deleter = threading.Thread(target=delete_node)
+
+    def update_then_let_the_delete_start(changes, now):
+        applied = real(changes, now)
+        deleter.start()
+        deleter.join(1.0)  # it waits for the cycle's locks: still alive when the cycle commits
+        return applied
+
+    monkeypatch.setattr(writes, "update_tasks", update_then_let_the_delete_start)
+    run = cycle_run()
+    deleter.join(30)
+    assert (run.binds, run.errors) == (1, "")
+    error = outcome["error"]
+    assert isinstance(error, ValidationError), repr(error)
+    assert "still holds 1 task(s); drain it first" in str(error)
+    assert statuses("a") == {"a-0": ("Binding", "n0")}
