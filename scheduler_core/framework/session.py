@@ -9,7 +9,6 @@ The session mutates the snapshot's objects in place (no deep copies): use a fres
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -25,6 +24,7 @@ from scheduler_core.framework.interface import (  # noqa: F401  (re-exported for
 )
 from scheduler_core.framework.isolation import JobError
 from scheduler_core.framework.node_table import NodeTable
+from scheduler_core.framework.operations import SessionOperations
 from scheduler_core.framework.registry import load_all, plugin_builders
 from scheduler_core.model import ClusterSnapshot, JobInfo, JobPhase, NodeInfo, QueueInfo, TaskInfo, TaskStatus
 from scheduler_core.node_scores import ScoreRecorder, top_count
@@ -33,7 +33,7 @@ from scheduler_core.resources import Resource
 from scheduler_core.result import SessionResult
 
 
-class Session(CallbackRegistry):
+class Session(SessionOperations, CallbackRegistry):
     """Snapshot + callbacks + the operations actions use."""
 
     def __init__(self, snapshot: ClusterSnapshot, conf: SchedulerConf) -> None:
@@ -46,9 +46,7 @@ class Session(CallbackRegistry):
         self.priority_classes = snapshot.priority_classes
         self.now = snapshot.now
         self._init_callbacks(conf.tiers)
-        # (handler count, allocate funcs, deallocate funcs, run funcs), rebuilt by _handlers when
-        # handlers change; a run func is (batch func, None) or (None, per-event func).
-        self._hooks: tuple[int, list[Any], list[Any], list[Any]] = (-1, [], [], [])
+        self._hooks = (-1, [], [], [])  # SessionOperations._handlers fills it
         self.node_table = NodeTable(self.nodes.values())
         self.total_resource = Resource.empty()
         for node in self.node_table.nodes:
@@ -222,96 +220,7 @@ class Session(CallbackRegistry):
         scores = np.where(mask, self.node_scores(task, mask), -np.inf)
         return int(np.argmax(scores))
 
-    # -- operations (Volcano's session/statement verbs) -----------------------------------------
-    def _handlers(self) -> tuple[int, list[Any], list[Any], list[Any]]:
-        hooks = self._hooks
-        if hooks[0] != len(self.event_handlers):
-            # Handlers are only ever appended (mostly at open): re-read them when one was added.
-            handlers = self.event_handlers
-            hooks = self._hooks = (
-                len(handlers), [h.allocate_func for h in handlers if h.allocate_func],
-                [h.deallocate_func for h in handlers if h.deallocate_func],
-                [(h.allocate_batch_func, None) if h.allocate_batch_func else (None, h.allocate_func)
-                 for h in handlers if h.allocate_batch_func or h.allocate_func])
-        return hooks
-
-    def _fire(self, task: TaskInfo, allocate: bool) -> None:
-        ev = Event(task)
-        for fn in self._handlers()[1 if allocate else 2]:
-            fn(ev)
-
-    def _fire_run(self, tasks: list[TaskInfo]) -> None:
-        # Handler by handler (each is told of the whole run at once): plugins keep their own
-        # figures, so the order across handlers does not matter, the order of events does.
-        events = [Event(t) for t in tasks]
-        for batch, each in self._handlers()[3]:
-            if batch is not None:
-                batch(events)
-            else:
-                for ev in events:
-                    each(ev)
-
-    def _place(self, task: TaskInfo, node_name: str, status: TaskStatus) -> None:
-        if self.score_recorder is not None:  # before the node changes: the scores that decided
-            self.score_recorder.placing(task, node_name, status is TaskStatus.PIPELINED)
-        node = self.nodes[node_name]
-        task.node_name = node_name
-        self.jobs[task.job_uid].update_task_status(task, status)
-        node.add_task(task)
-        self.node_table.update_placed(node, status is TaskStatus.PIPELINED)
-        self.placed[task.uid] = task
-        self._fire(task, True)
-
-    def _place_run(self, tasks: list[TaskInfo], node_name: str, status: TaskStatus, done: list[TaskInfo],
-                   stop: Callable[[int], bool] | None = None) -> None:
-        """Place tasks of one job on one node in one step: what `_place` does for each, in order,
-        with the node table and the event handlers updated once for the run.
-
-        Each placed task is appended to `done` as its status changes (the caller's undo record);
-        `stop(j)`, asked after the j-th task's job status changed, ends the run there when true
-        (allocate: the job became ready). Job-ready callbacks read the job, which is current then.
-        """
-        node = self.nodes[node_name]
-        job = self.jobs[tasks[0].job_uid]
-        for task in tasks:
-            task.node_name = node_name
-            done.append(task)
-            job.update_task_status(task, status)
-            if stop is not None and stop(len(done)):
-                break
-        placed = self.placed
-        for task in done:
-            node.add_task(task)
-            placed[task.uid] = task
-        self.node_table.update_placed(node, status is TaskStatus.PIPELINED)
-        self._fire_run(done)
-
-    def _unplace(self, task: TaskInfo, status: TaskStatus, node_name: str | None) -> None:
-        node = self.nodes[task.node_name] if task.node_name is not None else None
-        if node is not None:
-            node.remove_task(task)
-            self.node_table.update_row(node)
-        self.jobs[task.job_uid].update_task_status(task, status)
-        task.node_name = node_name
-        self.placed.pop(task.uid, None)
-        self._fire(task, False)
-
-    def _evict(self, task: TaskInfo) -> None:
-        node = self.nodes[task.node_name]
-        node.remove_task(task)
-        self.jobs[task.job_uid].update_task_status(task, TaskStatus.RELEASING)
-        node.add_task(task)
-        self.node_table.update_row(node)
-        self._fire(task, False)
-
-    def _unevict(self, task: TaskInfo, status: TaskStatus) -> None:
-        node = self.nodes[task.node_name]
-        node.remove_task(task)
-        self.jobs[task.job_uid].update_task_status(task, status)
-        node.add_task(task)
-        self.node_table.update_row(node)
-        self._fire(task, True)
-
+    # -- operations (Volcano's session/statement verbs; the bookkeeping in SessionOperations) ---
     def allocate(self, task: TaskInfo, node_name: str) -> None:
         """Task -> Allocated on the node (it is bound at close if its job is ready)."""
         self._place(task, node_name, TaskStatus.ALLOCATED)
