@@ -129,6 +129,19 @@ class TaskList:
     def __bool__(self) -> bool:
         return self._pos < len(self._tasks)
 
+    def identical_after(self, first: TaskInfo) -> list[TaskInfo]:
+        """The tasks right after `first` (just popped) that are identical to it: same sched_key,
+        status and node, in order (allocate's run candidates); nothing is consumed."""
+        order, start = self._tasks, self._pos
+        key, status, node = first.sched_key, first.status, first.node_name
+        end = start
+        while end < len(order):
+            t = order[end]
+            if t.status is not status or t.node_name != node or t.sched_key != key:
+                break
+            end += 1
+        return order[start:end]
+
     def remaining_outside(self, failed: set[tuple]) -> int:
         """Tasks still to come whose class is not in `failed`."""
         return sum(n for k, n in self.left.items() if k not in failed)

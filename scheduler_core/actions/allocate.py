@@ -46,21 +46,6 @@ if TYPE_CHECKING:
     from scheduler_core.model import JobInfo, QueueInfo
 
 
-def _twins(tasks: TaskList, first: TaskInfo) -> list[TaskInfo]:
-    """The tasks right after `first` (just popped) in the list that are identical to it: same
-    sched_key, status and node (a run's candidates, in order)."""
-    # The list's order is its own (TaskList keeps it); reading ahead does not consume it.
-    order, start = tasks._tasks, tasks._pos
-    key, status, node = first.sched_key, first.status, first.node_name
-    end = start
-    while end < len(order):
-        t = order[end]
-        if t.status is not status or t.node_name != node or t.sched_key != key:
-            break
-        end += 1
-    return order[start:end]
-
-
 @register_action("allocate")
 class AllocateAction(Action):
     """Place pending tasks onto idle (or future idle) node resources."""
@@ -170,7 +155,7 @@ class AllocateAction(Action):
              task: TaskInfo, row: int) -> int:
         """Allocate `task` on `row` with the identical tasks after it that would go there too;
         returns how many were placed."""
-        twins = _twins(tasks, task)
+        twins = tasks.identical_after(task)
         count = self._placer.run_length(task, row, 1 + len(twins),
                                         lambda k: ssn.allocatable_count(queue, task, k)) if twins else 1
         if count == 1:

@@ -267,12 +267,15 @@ class CapacityPlugin(Plugin):
         return victims, PERMIT
 
     # -- events and simulation ------------------------------------------------------------------
-    def _apply(self, opts: dict[str, QueueAttr], task: TaskInfo, sign: int) -> None:
+    def _levels(self, opts: dict[str, QueueAttr], task: TaskInfo) -> list[QueueAttr]:
+        """The task's leaf queue and its ancestors (none when the queue has no attributes)."""
         attr = opts.get(self.ssn.jobs[task.job_uid].queue)
         if attr is None:
-            return
-        levels = [attr] if not attr.ancestors else [attr, *(opts[n] for n in attr.ancestors)]
-        for a in levels:
+            return []
+        return [attr] if not attr.ancestors else [attr, *(opts[n] for n in attr.ancestors)]
+
+    def _apply(self, opts: dict[str, QueueAttr], task: TaskInfo, sign: int) -> None:
+        for a in self._levels(opts, task):
             if sign > 0:
                 a.allocated.add(task.resreq)
             else:
@@ -286,14 +289,9 @@ class CapacityPlugin(Plugin):
     def on_allocate_run(self, events: list[Event]) -> None:
         """on_allocate for each event: requests added in order at every level, shares updated once."""
         touched: dict[str, QueueAttr] = {}
-        opts, jobs = self.queue_opts, self.ssn.jobs
         for event in events:
-            task = event.task
-            attr = opts.get(jobs[task.job_uid].queue)
-            if attr is None:
-                continue
-            for a in (attr, *(opts[n] for n in attr.ancestors)):
-                a.allocated.add(task.resreq)
+            for a in self._levels(self.queue_opts, event.task):
+                a.allocated.add(event.task.resreq)
                 touched[a.name] = a
         for a in touched.values():
             update_share(a, best_effort_is_one=True)
