@@ -1,6 +1,7 @@
-"""Behavioural corpus: every scenario in tests/scenarios/ and ../shared/scenarios/ passes --check.
+"""Behavioural corpus: every scenario in tests/scenarios/ passes --check.
 
-Each file states its expected outcome (worked out by hand in its header comment) in `expect:`.
+The corpus is the repository's own (the public example scenarios are kept there too). Each
+file states its expected outcome (worked out by hand in its header comment) in `expect:`.
 Two files go through a real `python -m scheduler_core simulate --check` subprocess; the rest
 run in-process through the same load -> run -> check path.
 """
@@ -18,34 +19,28 @@ from scheduler_core.scenario_check import check_expect
 
 REPO = Path(__file__).resolve().parents[2]
 LOCAL = REPO / "tests" / "scenarios"
-SHARED = Path(__file__).parents[2].parent / "shared" / "scenarios"
 SUBPROCESS = {"scoring-binpack.yaml", "gang-all-or-nothing.yaml"}
 
 
 def corpus() -> list[Path]:
-    files = sorted(LOCAL.glob("*.yaml")) + sorted(LOCAL.glob("*.json"))
-    if SHARED.is_dir():
-        files += sorted(SHARED.glob("*.yaml")) + sorted(SHARED.glob("*.json"))
-    return files
+    return sorted(LOCAL.glob("*.yaml")) + sorted(LOCAL.glob("*.json"))
 
 
 FILES = corpus()
 
 
-def test_corpora_exist() -> None:
-    assert SHARED.is_dir(), f"shared scenario directory missing: {SHARED}"
-    assert len(list(SHARED.glob("*.yaml"))) >= 1
-    assert len(list(LOCAL.glob("*.yaml"))) >= 12
+def test_corpus_exists() -> None:
+    assert len(list(LOCAL.glob("*.yaml"))) >= 39
 
 
-@pytest.mark.parametrize("path", [p for p in FILES if p.parent == LOCAL], ids=lambda p: p.name)
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
 def test_local_scenarios_explain_themselves(path: Path) -> None:
     text = path.read_text()
     assert text.startswith("# "), "header comment with the hand-computed outcome"
     assert load_scenario(path).expect is not None
 
 
-@pytest.mark.parametrize("path", FILES, ids=lambda p: f"{p.parent.parent.name}/{p.name}")
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
 def test_scenario_passes_check(path: Path) -> None:
     # Forecasts and node scores are computed by `simulate --check` only when the file asks for
     # them: such files go through the command, so their expectations are really checked.
