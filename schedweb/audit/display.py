@@ -3,13 +3,16 @@
 Entries store snapshots in stored units (`{"cpu": 96000.0, "memory": 1649267441664.0}`), which is
 what `GET /api/v1/audit/` documents. The log page shows them through `diff_rows`: a resource map
 becomes one row per changed dimension ("capability: cpu", "96 cores" -> "128 cores"), a missing
-dimension or map reads "unset", flags read yes / no, lists are joined.
+dimension or map reads "unset", flags read yes / no, lists are joined, and a text of several
+lines (a scheduler configuration's YAML) becomes a line diff (`DiffRow.lines`).
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from typing import Any
 
 from schedweb.dashboard.units import dim_label, dims_of, fmt, fmt_map
@@ -30,6 +33,8 @@ class DiffRow:
     field: str
     before: str
     after: str
+    # A multi-line text's change as (mark, line): "-" removed, "+" added, " " context; "@" a gap.
+    lines: list[tuple[str, str]] = dataclass_field(default_factory=list)
 
 
 def amount(dim: str, stored: Any) -> str:
@@ -74,6 +79,27 @@ def _resource_rows(field: str, before: Any, after: Any) -> list[DiffRow]:
     return rows
 
 
+CONTEXT_LINES = 2
+
+
+def line_diff(before: str, after: str) -> list[tuple[str, str]]:
+    """The changed lines of two texts with `CONTEXT_LINES` of context, unified-diff style."""
+    rows: list[tuple[str, str]] = []
+    diff = difflib.unified_diff(before.splitlines(), after.splitlines(), lineterm="", n=CONTEXT_LINES)
+    for line in diff:
+        if line.startswith(("---", "+++")):
+            continue
+        if line.startswith("@@"):
+            rows.append(("@", line))
+        else:
+            rows.append((line[:1] or " ", line[1:]))
+    return rows
+
+
+def _is_multiline(value: Any) -> bool:
+    return isinstance(value, str) and "\n" in value.strip()
+
+
 def _map_text(value: Any) -> str:
     if not isinstance(value, dict):
         return "unset" if value is None else value_text(value)
@@ -95,6 +121,8 @@ def diff_rows(object_type: str, diff: Any) -> list[DiffRow]:
         before, after = change.get("before"), change.get("after")
         if field in resource:
             rows.extend(_resource_rows(field, before, after))
+        elif _is_multiline(before) or _is_multiline(after):
+            rows.append(DiffRow(field, "", "", lines=line_diff(before or "", after or "")))
         else:
             rows.append(DiffRow(field, value_text(before), value_text(after)))
     return rows

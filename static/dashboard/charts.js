@@ -8,6 +8,21 @@
   const status = document.getElementById("chart-status");
   const config = { displayModeBar: false, responsive: true };
 
+  // History figures come with UTC times (ISO-8601): Plotly draws a date as its wall time, so they
+  // are turned into the browser's wall time first and the axis names the zone (times.js).
+  function localTimes(layout, data) {
+    const times = window.schedwebTimes;
+    const iso = /^\d{4}-\d\d-\d\dT/;
+    const dated = data.some((trace) => Array.isArray(trace.x) && iso.test(String(trace.x[0])));
+    if (!times || !dated) return layout;
+    for (const trace of data) {
+      if (Array.isArray(trace.x)) trace.x = trace.x.map(times.toLocal);
+    }
+    const xaxis = Object.assign({}, layout.xaxis || {}, { title: { text: "time (" + times.zone + ")" } });
+    if (Array.isArray(xaxis.range)) xaxis.range = xaxis.range.map(times.toLocal);
+    return Object.assign({}, layout, { xaxis: xaxis });
+  }
+
   async function load() {
     const url = box.dataset.url + "?range=" + encodeURIComponent(box.dataset.range);
     try {
@@ -16,7 +31,7 @@
       const body = await response.json();
       for (const [id, figure] of Object.entries(body.figures)) {
         const el = document.getElementById(id);
-        if (el) await Plotly.react(el, figure.data, figure.layout, config);
+        if (el) await Plotly.react(el, figure.data, localTimes(figure.layout, figure.data), config);
       }
       // Long windows are downsampled (schedweb.dashboard.history): say so, with the bucket length.
       let text = body.samples + (body.samples === 1 ? " sample" : " samples");

@@ -24,6 +24,8 @@ PAGES = [
     ("/jobs/pending/", "document.getElementById('pending-rows') !== null"),
     ("/jobs/nlp/gpt-giant/", "document.querySelector('#gang .bar') !== null"),
     ("/nodes/", "document.getElementById('node-heatmap').querySelector('.main-svg') !== null"),
+    ("/nodes/gpu-01/", "document.getElementById('node-tasks') !== null"),
+    ("/jobs/nlp/bert-pretrain/", "document.getElementById('task-table') !== null"),
     ("/mine/", "document.getElementById('my-queues') !== null"),
     ("/audit/", "document.getElementById('audit') !== null"),
     ("/tokens/", "document.getElementById('token-create-form') !== null"),

@@ -97,3 +97,4 @@ def bar(value: Any) -> SafeString:
     from schedweb.dashboard.tree_html import bar_html
 
     return mark_safe(bar_html(value))  # bar_html escapes every value
+

@@ -32,9 +32,8 @@ def audit_log(request: HttpRequest) -> HttpResponse:
         filters["action"] = ""
     entries = entries_for(request.user, **{k: v or None for k, v in filters.items()})
     page = Paginator(entries, PAGE_SIZE).get_page(request.GET.get("page"))
-    # (field, before, after) in human units, one row per changed field or resource dimension.
-    rows = [{"entry": e, "diff": [(d.field, d.before, d.after) for d in diff_rows(e.object_type, e.diff)]}
-            for e in page.object_list]
+    # DiffRows in human units: one per changed field or resource dimension, a line diff for texts.
+    rows = [{"entry": e, "diff": diff_rows(e.object_type, e.diff)} for e in page.object_list]
     query = urlencode({k: v for k, v in filters.items() if v})  # kept by the pager links
     return render(request, "dashboard/audit.html", {
         "page": "audit", "rows": rows, "page_obj": page, "filters": filters, "query": query,

@@ -14,7 +14,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.paginator import Page, Paginator
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -26,13 +26,13 @@ from schedweb.core.choices import (
     JOB_PHASES,
     JOB_STATE_GROUPS,
     TERMINAL_JOB_PHASES,
-    TERMINAL_TASK_STATUSES,
-    WAITING_TASK_STATUSES,
 )
 from schedweb.core.filtersets import JobFilterSet
-from schedweb.core.models import Job, Queue, Task, TaskStatus
+from schedweb.core.models import Job, Queue
+from schedweb.dashboard import job_csv
 from schedweb.dashboard.estimates import legend, with_estimates
 from schedweb.dashboard.pending import REASON_LABELS, reason_label
+from schedweb.dashboard.task_table import with_task_counts
 from schedweb.dashboard.views.common import access
 
 PAGE_SIZE = 50
@@ -89,21 +89,6 @@ def _columns(params: dict[str, str], ordering: str) -> dict[str, Column]:
     return columns
 
 
-def with_task_counts(jobs: list[Job]) -> list[Job]:
-    """Set task_total / task_running / task_waiting / task_done on a page of jobs (one query)."""
-    rows = (Task.objects.filter(job_id__in=[j.id for j in jobs]).values("job_id")
-            .annotate(total=Count("id"), running=Count("id", filter=Q(status=TaskStatus.RUNNING)),
-                      waiting=Count("id", filter=Q(status__in=WAITING_TASK_STATUSES)),
-                      done=Count("id", filter=Q(status__in=TERMINAL_TASK_STATUSES)))
-            .order_by())
-    counts = {row["job_id"]: row for row in rows}
-    for job in jobs:
-        row = counts.get(job.id) or {"total": 0, "running": 0, "waiting": 0, "done": 0}
-        job.task_total, job.task_running = row["total"], row["running"]
-        job.task_waiting, job.task_done = row["waiting"], row["done"]
-    return jobs
-
-
 def _state_tabs(queryset: QuerySet, params: dict[str, str]) -> list[dict]:
     """The state shortcuts over the other filters' result: all, waiting, then each later phase,
     each with its job count (one grouped query) and its link; Unknown only when some job is."""
@@ -134,8 +119,19 @@ def _api_url(params: dict[str, str], ordering: str, page: Page) -> str:
     return reverse("api:job-list") + "?" + urlencode(query)
 
 
-def _list_context(request: HttpRequest, base: QuerySet, *, mine: bool) -> dict:
-    """Everything jobs.html / my_jobs.html show: filters, state tabs, one sorted page of jobs."""
+@dataclass
+class Listed:
+    """A job list as the query asks for it: the filtered, sorted rows and what the page says of them."""
+
+    filterset: JobFilterSet
+    rows: QuerySet
+    errors: list[str]
+    params: dict[str, str]
+    ordering: str
+
+
+def _listed(request: HttpRequest, base: QuerySet, *, mine: bool) -> Listed:
+    """The query's filters (the API's filterset) and ordering applied to `base`."""
     names = [f for f in FILTERS if not (mine and f == "submitted_by")]
     data = request.GET.copy()
     if mine:
@@ -149,9 +145,20 @@ def _list_context(request: HttpRequest, base: QuerySet, *, mine: bool) -> dict:
         errors.append(sort_error)
     params = {f: (request.GET.get(f) or "").strip() for f in names}
     params = {f: v for f, v in params.items() if v and f not in filterset.errors}
+    return Listed(filterset=filterset, rows=_order(rows, ordering), errors=errors, params=params,
+                  ordering=ordering)
+
+
+def _list_context(request: HttpRequest, base: QuerySet, *, mine: bool) -> dict:
+    """Everything jobs.html / my_jobs.html show: filters, state tabs, one sorted page of jobs."""
+    listed = _listed(request, base, mine=mine)
+    filterset, errors, params, ordering = listed.filterset, listed.errors, listed.params, listed.ordering
+    data = request.GET.copy()
+    if mine:
+        data.pop("submitted_by", None)
     data.pop("state", None)
     tabs = JobFilterSet(data, queryset=base)  # the tabs count by state what the other filters keep
-    page = Paginator(_order(rows, ordering), PAGE_SIZE).get_page(request.GET.get("page"))
+    page = Paginator(listed.rows, PAGE_SIZE).get_page(request.GET.get("page"))
     jobs = with_estimates(with_task_counts(list(page.object_list)))  # the page's estimates at once
     for job in jobs:
         job.can_cancel = can_cancel(request, job)
@@ -165,6 +172,7 @@ def _list_context(request: HttpRequest, base: QuerySet, *, mine: bool) -> dict:
                            .distinct()[:500]),
         "reasons": _reason_options(),
         "api_url": _api_url(params, ordering, page), "mine": mine,
+        "csv_url": "?" + urlencode({**params, "ordering": ordering, "format": "csv"}),
         "estimate_legend": legend() if any(job.estimate for job in jobs) else [],
         "filtered": bool(params or filterset.errors),
     }
@@ -192,6 +200,8 @@ def _jobs() -> QuerySet:
 @require_GET
 def job_list(request: HttpRequest) -> HttpResponse:
     """Every job in any state; filters queue, namespace, state, reason, submitter and text."""
+    if request.GET.get("format") == "csv":
+        return job_csv.response(_listed(request, _jobs(), mine=False).rows, "jobs.csv")
     context = _list_context(request, _jobs(), mine=False)
     return render(request, "dashboard/jobs.html", {**context, "page": "jobs"})
 
@@ -200,7 +210,10 @@ def job_list(request: HttpRequest) -> HttpResponse:
 @require_GET
 def my_jobs(request: HttpRequest) -> HttpResponse:
     """The jobs the signed-in user submitted (through the API, a manifest or schedctl)."""
-    context = _list_context(request, _jobs().filter(submitted_by=request.user), mine=True)
+    mine = _jobs().filter(submitted_by=request.user)
+    if request.GET.get("format") == "csv":
+        return job_csv.response(_listed(request, mine, mine=True).rows, "my-jobs.csv")
+    context = _list_context(request, mine, mine=True)
     return render(request, "dashboard/my_jobs.html", {**context, "page": "my-jobs"})
 
 

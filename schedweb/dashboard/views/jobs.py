@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET
 
 from schedweb.core.models import Job, Queue
 from schedweb.dashboard.estimates import job_estimate, legend, with_estimates
 from schedweb.dashboard.job_page import job_context
 from schedweb.dashboard.pending import pending_by_reason, pending_jobs
+from schedweb.dashboard.task_table import outcome, task_page
 
 PAGE_SIZE = 500
 
@@ -59,9 +60,20 @@ def job_detail(request: HttpRequest, namespace: str, name: str) -> HttpResponse:
                             namespace=namespace, name=name)
     context = job_context(job)
     context["can_cancel"] = _can_cancel(request, job)
+    context["task_page"], context["task_rows"] = task_page(job, request.GET.get("tasks"))
+    if context["state"] in ("completed", "cancelled"):
+        context["outcome"] = outcome(job)
     if context["state"] == "waiting":  # issue 20: when it is expected to start (the stored forecast)
         context.update(estimate=job_estimate(job), estimate_legend=legend())
     return render(request, "dashboard/job_detail.html", context)
+
+
+@login_required
+@require_GET
+def job_by_id(request: HttpRequest, pk: int) -> HttpResponse:
+    """/jobs/<id>/ (the id the API and schedctl print): the job's page under its namespace/name."""
+    job = get_object_or_404(Job.objects.only("namespace", "name"), pk=pk)
+    return redirect("dashboard:job", namespace=job.namespace, name=job.name)
 
 
 def _can_cancel(request: HttpRequest, job: Job) -> bool:

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from schedweb.core import services
-from schedweb.core.choices import TERMINAL_JOB_PHASES
+from schedweb.core.choices import JOB_PHASES, TERMINAL_JOB_PHASES
 from schedweb.core.models import Job, Queue
 from schedweb.dashboard.charts import DEFAULT_RANGE, RANGES, dim_key, queue_charts
 from schedweb.dashboard.conf_fields import active_ignored_fields
@@ -50,21 +53,29 @@ def _page_context(request: HttpRequest, figures: Figures, name: str,
     ignored = active_ignored_fields(is_leaf=view.is_leaf)
     if can_admin and form is None:
         form = QueueEditForm(queue=view.queue, ignored=ignored)
-    jobs = (Job.objects.filter(queue=view.queue).exclude(phase__in=TERMINAL_JOB_PHASES)
-            .select_related("priority_class").order_by("created", "id")[:JOBS_SHOWN])
+    unfinished = Job.objects.filter(queue=view.queue).exclude(phase__in=TERMINAL_JOB_PHASES)
+    jobs = unfinished.select_related("priority_class").order_by("created", "id")[:JOBS_SHOWN]
     waiting = list(pending_jobs(queue_ids=[view.queue.id]))
     range_key = request.GET.get("range", DEFAULT_RANGE)
     return {
         "page": "queues", "view": view, "tree": figures.tree,
         "chain": figures.tree.chain(name),
         "children": [figures.tree.by_name[c] for c in view.child_names],
-        "jobs": jobs, "waiting": waiting,
+        "jobs": jobs, "waiting": waiting, "jobs_count": unfinished.count(), "jobs_shown": JOBS_SHOWN,
+        "jobs_url": _job_list_url(view.queue.name),
         "explanation": explain(view.explanation, view.name, view.request if view.explanation else None),
         "settings": _settings(view.queue, ignored),
         "can_admin": can_admin, "form": form if can_admin else None,
         "chart_dims": [(d, dim_key(d)) for d in figures.tree.dims],
         "ranges": list(RANGES), "range": range_key if range_key in RANGES else DEFAULT_RANGE,
     }
+
+
+def _job_list_url(queue_name: str) -> str:
+    """The job list filtered to this queue's unfinished jobs (every phase but the terminal ones)."""
+    states = [p for p in JOB_PHASES if p not in TERMINAL_JOB_PHASES]
+    query = urlencode([("queue", queue_name)] + [("state", p) for p in states])
+    return f"{reverse('dashboard:jobs')}?{query}"
 
 
 def _settings(queue: Queue, ignored: dict[str, str]) -> list[dict]:

@@ -36,3 +36,19 @@ GIB = 2**30
 ])
 def test_diff_rows(object_type, diff, rows):
     assert diff_rows(object_type, diff) == rows
+
+
+
+def test_a_text_of_several_lines_becomes_a_line_diff():
+    before = "actions: enqueue, allocate\ntiers:\n- plugins:\n  - name: gang\n  - name: priority\n"
+    after = "actions: enqueue, allocate, backfill\ntiers:\n- plugins:\n  - name: gang\n  - name: priority\n"
+    rows = diff_rows("scheduler_config", {"yaml": {"before": before, "after": after},
+                                          "version": {"before": 1, "after": 2}})
+    assert rows[0] == DiffRow("version", "1", "2")
+    assert rows[1].field == "yaml"
+    assert rows[1].lines == [("@", "@@ -1,3 +1,3 @@"), ("-", "actions: enqueue, allocate"),
+                             ("+", "actions: enqueue, allocate, backfill"),
+                             (" ", "tiers:"), (" ", "- plugins:")]
+    # A configuration set for the first time: every line added.
+    [first] = diff_rows("scheduler_config", {"yaml": {"before": None, "after": "a: 1\nb: 2\n"}})
+    assert first.lines == [("@", "@@ -0,0 +1,2 @@"), ("+", "a: 1"), ("+", "b: 2")]

@@ -98,3 +98,16 @@ def test_resource_changes_read_per_dimension_in_human_units(teams):
         ("capability: cpu", "96 cores", "128 cores"), ("capability: GPU", "unset", "8 GPUs")]
     assert "96000" not in html and "1649267441664" not in html
     assert "unset &rarr;" not in html  # arrows live in their own cell
+
+
+def test_a_configuration_change_reads_as_a_line_diff(teams):
+    users, _ = teams
+    first = "actions: enqueue, allocate\ntiers:\n- plugins:\n  - name: gang\n"
+    services.scheduler_config_activate(yaml=first, created_by=users["staff"])
+    services.scheduler_config_activate(yaml=first.replace("allocate", "allocate, backfill"),
+                                       created_by=users["staff"])
+    html = _page(users["staff"], "?object_type=scheduler_config")
+    block = html[html.index('<pre class="linediff">'):].split("</pre>")[0]
+    assert '<span class="l del">- actions: enqueue, allocate</span>' in block
+    assert '<span class="l add">+ actions: enqueue, allocate, backfill</span>' in block
+    assert '<span class="l">  tiers:</span>' in block

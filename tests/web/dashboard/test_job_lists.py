@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import re
 from datetime import timedelta
 
@@ -100,14 +102,17 @@ def test_each_row_reads_its_state(jobs, client_as):
     assert rows == {"gamma/o-run": "Running", "beta/b-cancel": "Cancelled", "beta/b-done": "Completed",
                     "alpha/a-inq": "Inqueue", "alpha/a-wait": "Pending", "alpha/a-run": "Running"}
     row = html[html.index('data-job="alpha/a-run"'):].split("</tr>")[0]
-    assert '<td class="num">2 / 3<div class="small muted">1 waiting</div></td>' in row
-    assert "<td>submitter</td>" in row
+    tasks_cell = ('<td data-label="Tasks running / all" class="num">2 / 3'
+                  '<div class="small muted">1 waiting</div></td>')
+    assert tasks_cell in row
+    assert '<td data-label="Submitted by">submitter</td>' in row
     waiting = html[html.index('data-job="alpha/a-wait"'):].split("</tr>")[0]
     assert '<span class="reason" title="">No node fits</span>' in waiting
     done = html[html.index('data-job="beta/b-done"'):].split("</tr>")[0]
-    assert "completed 2\xa0hours ago, 3 tasks ended" in done
+    assert re.search(r"completed <time [^>]*>2\xa0hours ago</time>: 3 succeeded, 0 failed", done)
     cancelled = html[html.index('data-job="beta/b-cancel"'):].split("</tr>")[0]
-    assert "<td>—</td>" in cancelled  # nobody submitted it (an import)
+    assert '<td data-label="Submitted by">—</td>' in cancelled  # nobody submitted it (an import)
+    assert re.search(r"cancelled <time [^>]*>2\xa0hours ago</time>: 0 succeeded, 1 failed", cancelled)
     # The filter form offers the leaf queues and the reasons the filterset accepts, by their labels.
     queue_select = html.split('name="queue"')[1].split("</select>")[0]
     assert re.findall(r'<option value="([\w-]+)">\1</option>', queue_select) == [
@@ -291,3 +296,29 @@ def test_query_count_does_not_grow_with_the_jobs(jobs, client_as):
     with CaptureQueriesContext(connection) as many:
         assert len(_listed(client.get("/jobs/"))) == 46
     assert len(many.captured_queries) == len(few.captured_queries)
+
+
+def test_any_job_list_exports_as_csv_with_its_filters_and_order(jobs, client_as):
+    client = client_as(jobs["staff"])
+    response = client.get("/jobs/?namespace=beta&ordering=name&format=csv")
+    assert response.status_code == 200 and response["Content-Type"] == "text/csv"
+    assert response["Content-Disposition"] == 'attachment; filename="jobs.csv"'
+    lines = list(csv.reader(io.StringIO(b"".join(response.streaming_content).decode())))
+    assert lines[0][:9] == ["namespace", "name", "queue", "state", "tasks", "running", "waiting",
+                            "succeeded", "failed"]
+    assert [row[:9] for row in lines[1:]] == [
+        ["beta", "b-cancel", "team-b", "Cancelled", "1", "0", "0", "0", "1"],
+        ["beta", "b-done", "team-b", "Completed", "3", "0", "0", "3", "0"]]
+    # The page links to the same list as CSV; "My jobs" exports only mine.
+    page = client.get("/jobs/?namespace=beta").content.decode()
+    assert 'href="?namespace=beta&amp;ordering=-created&amp;format=csv" id="csv-export"' in page
+    mine = client_as(jobs["lead"]).get("/jobs/mine/?format=csv")
+    assert [row[1] for row in list(csv.reader(io.StringIO(b"".join(mine.streaming_content).decode())))[1:]] \
+        == ["b-done"]
+
+
+def test_csv_cells_that_look_like_formulas_are_quoted():
+    from schedweb.dashboard.job_csv import safe
+
+    cells = ("=cmd()", "+1", "-2", "@x", "ok", 3)
+    assert [safe(v) for v in cells] == ["'=cmd()", "'+1", "'-2", "'@x", "ok", 3]

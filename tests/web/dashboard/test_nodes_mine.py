@@ -19,9 +19,9 @@ def test_nodes_table_and_heatmap(cycled, client_as):
     Node.objects.filter(name="cpu-02").update(usage_cpu=10.0, usage_memory=5.0,
                                               usage_updated=timezone.now() - timedelta(minutes=10))
     html = client_as(cycled["viewer"]).get("/nodes/").content.decode()
-    rows = re.findall(r"<tr(?: class=\"cordoned\")?>\s*<td><strong>([^<]+)</strong>", html)
+    rows = re.findall(r'<td id="node-([^"]+)"><strong><a href="/nodes/\1/">\1</a></strong>', html)
     assert len(rows) == 21 and rows[:2] == ["cpu-01", "cpu-02"]
-    assert '<strong>cpu-12</strong> <span class="tag">cordoned</span>' in html
+    assert '>cpu-12</a></strong> <span class="tag">cordoned</span>' in html
     assert "<code>nvidia.com/gpu=present:NoSchedule</code>" in html
     assert 'cpu 55%, mem 40% <span class="fresh small">' in html
     assert 'cpu 10%, mem 5% <span class="stale small">10 min ago</span>' in html

@@ -56,7 +56,7 @@ def test_the_page_shows_the_chosen_node_and_the_runners_up(users, client_as):
     task = re.search(r'<div class="why-task" data-task="solo-0" data-node="n1">(.*?)</div>\s*\n',
                      section, re.S)
     assert _text(re.search(r'<p class="why-head">(.*?)</p>', task.group(1), re.S).group(1)) == \
-        f"solo-0 → n1 allocate, cycle {run.pk} at {run.started:%Y-%m-%d %H:%M:%S}"
+        f"solo-0 → n1 allocate, cycle {run.pk} at {run.started:%Y-%m-%d %H:%M:%S} UTC"
     assert _text(re.search(r'<p class="why-chosen">(.*?)</p>', section, re.S).group(1)) == \
         "Chosen n1: binpack 100, nodeorder 450: total 550"
     rows = re.findall(r'<tr data-node="([^"]+)" data-total="([^"]+)"( class="chosen")?><td>(.*?)</td>'
