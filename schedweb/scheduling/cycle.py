@@ -92,6 +92,7 @@ def cycle_run(*, now: datetime | None = None) -> CycleRun:
     """
     started = now or timezone.now()
     t0 = time.perf_counter()
+    unavailable = False
     try:
         # The whole cycle, load included: it builds the snapshot's tens of thousands of objects.
         with gc_paused(), transaction.atomic():
@@ -108,11 +109,13 @@ def cycle_run(*, now: datetime | None = None) -> CycleRun:
                                               duration_seconds=time.perf_counter() - t0)
                 cycle_metrics.record_failure()
         except DatabaseError as record_error:  # nothing to log per cycle: the loop logs the outage
+            unavailable = True
             raise DatabaseUnavailable(str(exc)) from record_error
         logger.exception("scheduling cycle failed")
         return run
     finally:  # after the commit (the API prebuilds readers' bodies of the new data version)
-        cycle_finished.send_robust(sender=cycle_run)
+        if not unavailable:  # nothing new to build, and its readers would fail the same way
+            cycle_finished.send_robust(sender=cycle_run)
 
 
 def _run_locked(started: datetime, t0: float) -> CycleRun:

@@ -77,6 +77,9 @@ def test_healthz_answers_503_once_no_cycle_succeeded_for_five_periods(client, se
     assert (response.status_code, body["status"], body["scheduler"]["state"]) == (503, "down", "down")
     assert body["scheduler"]["last_success_age_seconds"] >= 11
     assert body["scheduler"]["last_cycle_age_seconds"] < 10
+    # Liveness (the compose healthcheck the worker waits on): the web process is up.
+    live = client.get("/healthz?live=1")
+    assert (live.status_code, live.json()["status"]) == (200, "down")
     cycle_run()  # back
     assert client.get("/healthz").status_code == 200
 

@@ -12,6 +12,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.parser import text_string_to_metric_families
 
 from schedweb.core import services
@@ -20,6 +21,7 @@ from schedweb.scheduling import cycle_metrics, metric_totals
 from schedweb.scheduling.agent import agent_step
 from schedweb.scheduling.cycle import cycle_run, prune_history
 from schedweb.scheduling.metrics import DEPRECATED_ALIASES, SchedulerCollector
+from schedweb.scheduling.metrics_text import exposition
 from schedweb.scheduling.models import CycleRun, MetricTotal
 
 from .conftest import SIMPLE_CONF, make_cluster, submit
@@ -224,6 +226,28 @@ def test_every_web_process_exports_the_same_totals(gpu_cluster):
         registry.register(SchedulerCollector())
         texts.append(counters(generate_latest(registry).decode()))
     assert texts[0] == texts[1] and texts[0][("schedweb_cycles_total", frozenset({("outcome", "ok")}))] == 1.0
+
+
+class Collected:
+    """Families collected once, for generate_latest (a scrape's gauges move between two reads)."""
+
+    def __init__(self, families: list) -> None:
+        self.families = families
+
+    def collect(self) -> list:
+        return self.families
+
+
+def test_the_exposition_is_prometheus_clients_byte_for_byte(gpu_cluster):
+    families = list(SchedulerCollector().collect())
+    assert exposition(families) == generate_latest(Collected(families))
+
+
+def test_label_values_and_help_are_escaped():
+    family = GaugeMetricFamily("g", "help \\ with\nnewline", labels=["l"])
+    family.add_metric(['a "quoted" \\ value\n'], 1.0)
+    assert exposition([family]) == generate_latest(Collected([family]))
+    assert exposition([family]).decode().splitlines()[-1] == 'g{l="a \\"quoted\\" \\\\ value\\n"} 1.0'
 
 
 def test_collector_registration_runs_no_query(django_assert_num_queries):
