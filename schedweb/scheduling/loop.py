@@ -42,9 +42,10 @@ class Outage:
         return min(self.period * 2 ** (self.failures - 1), max(BACKOFF_MAX, self.period))
 
     def recovered(self) -> None:
-        """A step succeeded: log the end of an outage, if one was going on."""
+        """A step returned (its cycle ran, or failed and was recorded): log the end of an outage,
+        if one was going on."""
         if self.since is not None:
-            logger.warning("scheduler: cycles succeed again after %.1f s (%d failed tries)",
+            logger.warning("scheduler: steps run again after %.1f s (%d failed tries)",
                            self.clock() - self.since, self.failures)
         self.since, self.failures = None, 0
 

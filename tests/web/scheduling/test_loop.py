@@ -53,10 +53,10 @@ def test_the_loop_backs_off_logs_once_per_outage_and_never_exits(caplog):
     assert records == [
         ("ERROR", "scheduler: cycle failed, retrying with back-off until it succeeds: "
                   "OperationalError: database is locked"),
-        ("WARNING", "scheduler: cycles succeed again after 30.0 s (4 failed tries)"),
+        ("WARNING", "scheduler: steps run again after 30.0 s (4 failed tries)"),
         ("ERROR", "scheduler: cycle failed, retrying with back-off until it succeeds: "
                   "OperationalError: server closed the connection unexpectedly"),
-        ("WARNING", "scheduler: cycles succeed again after 2.0 s (1 failed tries)")]
+        ("WARNING", "scheduler: steps run again after 2.0 s (1 failed tries)")]
 
 
 def test_the_back_off_stops_growing_at_a_minute():
