@@ -19,6 +19,7 @@ seven, none of them over the cycle history.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import datetime
 
 from django.db.models import Count
 from django.utils import timezone
@@ -151,7 +152,7 @@ class SchedulerCollector(Collector):
         yield from _own_gauges(last, pending, now)
 
 
-def _own_gauges(last: tuple | None, pending: list[tuple[str, int]], now: object) -> Iterator[Metric]:
+def _own_gauges(last: tuple | None, pending: list[tuple[str, int]], now: datetime | None) -> Iterator[Metric]:
     """schedweb's gauges: pending jobs by reason, the last cycle's age and set-aside jobs."""
     by_reason = GaugeMetricFamily("schedweb_pending_jobs", "Jobs waiting, by reason code", labels=["reason"])
     for code, n in pending:
