@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Start PostgreSQL and Redis when stopped and install Debian's chromium when missing (what
-# `make test` needs). Prints every action it takes.
+# Start PostgreSQL and Redis when stopped and install Debian's chromium and promtool when missing
+# (what `make test` needs). Prints every action it takes.
 set -euo pipefail
 
 missing=()
@@ -31,8 +31,23 @@ if ! redis_ready; then
     redis_ready || { echo "ensure_services: Redis did not become ready" >&2; exit 1; }
 fi
 
+# Test tools from Debian: chromium (the browser tests) and promtool (package prometheus, without
+# its recommended node exporter: the /metrics lint test). The prometheus server the package also
+# ships is never started by this install (a policy-rc.d refusing service starts, unless one exists).
+updated=""
+apt_update() { [ -n "$updated" ] || { apt-get update; updated=1; }; }
 if [ ! -x /usr/bin/chromium ]; then
     echo "ensure_services: /usr/bin/chromium missing: running apt-get update && apt-get install -y chromium"
-    apt-get update
+    apt_update
     DEBIAN_FRONTEND=noninteractive apt-get install -y chromium
+fi
+if ! command -v promtool >/dev/null 2>&1; then
+    echo "ensure_services: promtool missing: running apt-get install -y --no-install-recommends prometheus"
+    policy=/usr/sbin/policy-rc.d
+    if [ ! -e "$policy" ]; then
+        printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod 755 "$policy"
+        trap 'rm -f "$policy"' EXIT
+    fi
+    apt_update
+    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends prometheus
 fi

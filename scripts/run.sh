@@ -33,11 +33,26 @@ $PY manage.py migrate --noinput -v0
 $PY manage.py load_demo --if-empty
 
 # Scheduler hook: SCHEDULER_CMD (set by the Makefile) runs in the background when the
-# run_scheduler management command exists; it stops with the server.
+# run_scheduler management command exists, restarted whenever it exits (it should not: it
+# retries through database outages itself); it stops with the server.
+supervise_scheduler() {
+    local child="" status
+    trap '[ -n "$child" ] && kill "$child" 2>/dev/null; exit 0' TERM INT
+    while true; do
+        $SCHEDULER_CMD >>var/scheduler.log 2>&1 &
+        child=$!
+        status=0
+        wait "$child" || status=$?
+        echo "run: $(date -u +%FT%TZ) scheduler exited (status $status); restarting in ${SCHEDULER_RESTART_DELAY:-2} s" \
+            | tee -a var/scheduler.log >&2
+        sleep "${SCHEDULER_RESTART_DELAY:-2}" &
+        wait $! || true
+    done
+}
 scheduler_pid=""
 if [ -n "${SCHEDULER_CMD:-}" ] && $PY manage.py help run_scheduler >/dev/null 2>&1; then
-    echo "run: starting scheduler: $SCHEDULER_CMD (log: var/scheduler.log)"
-    $SCHEDULER_CMD >>var/scheduler.log 2>&1 &
+    echo "run: starting scheduler: $SCHEDULER_CMD (log: var/scheduler.log; restarted if it exits)"
+    supervise_scheduler &
     scheduler_pid=$!
     trap 'kill "$scheduler_pid" 2>/dev/null || true' EXIT INT TERM
 else

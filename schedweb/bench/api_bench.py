@@ -83,7 +83,7 @@ def start_gunicorn(port: int, workers: int, threads: int, worker_class: str = "g
         try:
             conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
             conn.request("GET", "/healthz")
-            if conn.getresponse().status < 500:
+            if conn.getresponse().status in (200, 503):  # 503: answering, no scheduler running
                 return proc
         except OSError:
             time.sleep(0.2)

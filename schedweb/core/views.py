@@ -39,12 +39,19 @@ def database_ok() -> bool:
 @never_cache
 @require_GET
 def healthz(request: HttpRequest) -> JsonResponse:
-    """200 {"status": "ok", "database": "ok", "scheduler": {...}}; 503 with status "error"
-    when the database is unreachable."""
+    """200 {"status": "ok"|"degraded", "database": "ok", "scheduler": {...}}; 503 with status
+    "error" when the database is unreachable, "down" when no cycle has succeeded for five periods.
+    `?live=1` (liveness of the web process: a container healthcheck that other services wait on)
+    answers 200 with status "down" instead, so the web server can be up while its scheduler is not."""
     if not database_ok():
         return JsonResponse({"status": "error", "database": "error", "scheduler": {"state": "unknown"}},
                             status=503)
     scheduler = scheduler_state()
-    # A stalled scheduler loop (no cycle for five periods) degrades the service, still 200.
-    status = "degraded" if scheduler.get("state") == "degraded" else "ok"
+    state = scheduler.get("state")
+    if state == "down":  # nothing is being scheduled: take the instance out of rotation
+        live = request.GET.get("live") == "1"
+        return JsonResponse({"status": "down", "database": "ok", "scheduler": scheduler},
+                            status=200 if live else 503)
+    # Cycles that keep failing, or a late one, degrade the service, still 200.
+    status = "degraded" if state == "degraded" else "ok"
     return JsonResponse({"status": status, "database": "ok", "scheduler": scheduler})

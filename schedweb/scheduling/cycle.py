@@ -17,7 +17,7 @@ from contextlib import ExitStack
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import transaction
+from django.db import DatabaseError, transaction
 from django.utils import timezone
 
 from scheduler_core.framework.conf import SchedulerConf, parse_conf
@@ -26,7 +26,7 @@ from scheduler_core.node_scores import recording_scores
 from scheduler_core.result import FIGURE_NAMES, SessionResult
 from scheduler_core.scheduler import gc_paused, run_session_isolated
 from schedweb.core.models import TERMINAL_JOB_PHASES, SchedulerConfig, TaskStatus
-from schedweb.scheduling import incremental, placement_scores, writes
+from schedweb.scheduling import cycle_metrics, incremental, placement_scores, writes
 from schedweb.scheduling.adapter import LoadedState, figures_json
 from schedweb.scheduling.default_conf import schedweb_default_conf
 from schedweb.scheduling.models import CycleRun, QueueSample, TaskPlacementScores
@@ -80,23 +80,42 @@ def with_rescheduling_last_run(conf: SchedulerConf, now: float) -> tuple[Schedul
     return conf, bool(plugin.strategies) and plugin.time_to_run(now)
 
 
+class DatabaseUnavailable(Exception):
+    """A cycle failed and its failure could not be recorded either: the database is locked or
+    gone (the loop backs off and retries; schedweb.scheduling.loop)."""
+
+
 def cycle_run(*, now: datetime | None = None) -> CycleRun:
-    """Run one cycle (or record a skip when another cycle holds the leader lock)."""
+    """Run one cycle (or record a skip when another cycle holds the leader lock).
+
+    Raises DatabaseUnavailable (from the cycle's error) when a failed cycle cannot be recorded.
+    """
     started = now or timezone.now()
     t0 = time.perf_counter()
+    unavailable = False
     try:
         # The whole cycle, load included: it builds the snapshot's tens of thousands of objects.
         with gc_paused(), transaction.atomic():
             if not writes.try_leader_lock():
-                return CycleRun.objects.create(started=started, skipped=True)
+                run = CycleRun.objects.create(started=started, skipped=True)
+                cycle_metrics.record_skip()
+                return run
             return _run_locked(started, t0)
     except Exception as exc:  # recorded, then the loop goes on: one bad cycle must not stop it
-        logger.exception("scheduling cycle failed")
         incremental.forget()  # the kept snapshot holds the rolled-back session's changes
-        return CycleRun.objects.create(started=started, errors=f"{type(exc).__name__}: {exc}",
-                                       duration_seconds=time.perf_counter() - t0)
+        try:
+            with transaction.atomic():
+                run = CycleRun.objects.create(started=started, errors=f"{type(exc).__name__}: {exc}",
+                                              duration_seconds=time.perf_counter() - t0)
+                cycle_metrics.record_failure()
+        except DatabaseError as record_error:  # nothing to log per cycle: the loop logs the outage
+            unavailable = True
+            raise DatabaseUnavailable(str(exc)) from record_error
+        logger.exception("scheduling cycle failed")
+        return run
     finally:  # after the commit (the API prebuilds readers' bodies of the new data version)
-        cycle_finished.send_robust(sender=cycle_run)
+        if not unavailable:  # nothing new to build, and its readers would fail the same way
+            cycle_finished.send_robust(sender=cycle_run)
 
 
 def _run_locked(started: datetime, t0: float) -> CycleRun:
@@ -148,6 +167,7 @@ def _run_locked(started: datetime, t0: float) -> CycleRun:
     run.write_seconds, run.duration_seconds = t3 - t2, t3 - t0
     CycleRun.objects.filter(pk=run.pk).update(write_seconds=run.write_seconds,
                                               duration_seconds=run.duration_seconds)
+    cycle_metrics.record_cycle(run, *cycle_metrics.waits(state, result, applied, started))
     if run.pk % PRUNE_EVERY == 0:
         prune_history(started)
     return run

@@ -1,33 +1,35 @@
-"""Prometheus collector reading the database at scrape time, under upstream Volcano's metric names.
+"""Prometheus collector under upstream Volcano's metric names; a scrape costs the same whatever the history.
 
-Queue gauges (pkg/scheduler/metrics/queue.go) come from the latest cycle's QueueSample rows:
-`volcano_queue_{allocated,request,deserved,capacity,real_capacity}_{milli_cpu,memory_bytes}`,
-`..._scalar_resources{queue_name,resource}` for GPUs and any other scalar (milli-units, as
-Volcano), `volcano_queue_{share,weight,overused}` and pod group counts by phase from Job rows.
-Figures Volcano does not export are `schedweb_queue_{guarantee,elastic,inqueue}_*`. Scheduler
-metrics (metrics.go): latency histograms from the CycleRun rows (metrics_latency), schedule
-attempts, preemption victims, unscheduled tasks and jobs. schedweb's own: `schedweb_*`.
+Queue gauges (pkg/scheduler/metrics/queue.go) come from the latest successful cycle's
+QueueSample rows: `volcano_queue_{allocated,request,deserved,capacity,real_capacity,inqueue}_
+{milli_cpu,memory_bytes}`, `..._scalar_resources{queue_name,resource}` for GPUs and any other
+scalar (milli-units, as Volcano), `volcano_queue_{share,weight,overused}` and pod group counts by
+phase from Job rows. Figures Volcano does not export are `schedweb_queue_{guarantee,elastic}_*`.
+Scheduler gauges (metrics.go): preemption victims of the latest cycle, unscheduled tasks and
+jobs now. Counters and histograms (schedweb.scheduling.metrics_latency) are running totals the
+cycles keep (MetricTotal rows), never recomputed from the pruned history. schedweb's own: `schedweb_*`.
 
-Deprecated, kept for one release (DEPRECATED_ALIASES): the names of the previous release,
-`volcano_queue_{capability,real_capability,guarantee,elastic,inqueue}_{milli_cpu,memory_bytes}`.
+Deprecated, kept for one release (DEPRECATED_ALIASES): `schedweb_queue_inqueue_*`, the previous
+release's name of `volcano_queue_inqueue_*`.
 
-`describe()` lists the families, so registering the collector runs no query; only `collect()` does.
+`describe()` lists the families, so registering the collector runs no query; `collect()` runs
+seven, none of them over the cycle history.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import datetime
 
-from django.db.models import Count, Q, Sum
+from django.db.models import Count
 from django.utils import timezone
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from schedweb.core.models import TERMINAL_JOB_PHASES, Job, JobPhase, Queue, Task, TaskStatus
-from schedweb.scheduling import metrics_latency
+from schedweb.scheduling import metric_totals, metrics_latency
 from schedweb.scheduling.models import CycleRun, QueueSample
 
-CYCLE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 QUEUE_FIGURES = ("allocated", "deserved", "request", "capability", "real_capability", "guarantee",
                  "elastic", "inqueue")
 # QueueSample field -> (metric stem, deprecated stem or None, how a dimension's value reads:
@@ -38,11 +40,11 @@ QUEUE_METRICS = {
     "allocated": ("volcano_queue_allocated", None, ZERO),
     "request": ("volcano_queue_request", None, ZERO),
     "deserved": ("volcano_queue_deserved", None, ZERO),
-    "capability": ("volcano_queue_capacity", "volcano_queue_capability", LIMIT),
-    "real_capability": ("volcano_queue_real_capacity", "volcano_queue_real_capability", SET),
-    "guarantee": ("schedweb_queue_guarantee", "volcano_queue_guarantee", SET),
-    "elastic": ("schedweb_queue_elastic", "volcano_queue_elastic", ZERO),
-    "inqueue": ("schedweb_queue_inqueue", "volcano_queue_inqueue", ZERO),
+    "capability": ("volcano_queue_capacity", None, LIMIT),
+    "real_capability": ("volcano_queue_real_capacity", None, SET),
+    "inqueue": ("volcano_queue_inqueue", "schedweb_queue_inqueue", ZERO),
+    "guarantee": ("schedweb_queue_guarantee", None, SET),
+    "elastic": ("schedweb_queue_elastic", None, ZERO),
 }
 UNITS = (("milli_cpu", "cpu", "CPU (milli cores)"), ("memory_bytes", "memory", "memory (bytes)"))
 NOT_SCALARS = frozenset({"cpu", "memory", "pods"})
@@ -53,8 +55,6 @@ POD_GROUP_PHASES = (("inqueue", JobPhase.INQUEUE), ("pending", JobPhase.PENDING)
                     ("completed", JobPhase.COMPLETED))
 QUEUE = ["queue_name"]
 JOBS_SET_ASIDE_HELP = "Jobs set aside (InvalidJob) in the last cycle because their data or evaluation failed"
-ATTEMPTS_HELP = ("Number of attempts to schedule pods, by the result: scheduled (tasks bound), unschedulable "
-                 "(jobs left waiting, once per cycle), error (failed cycles)")
 
 
 def _figure_help(figure: str, label: str) -> str:
@@ -106,8 +106,8 @@ def _queue_families(samples: list[tuple], pod_groups: dict[tuple[str, str], int]
 
 
 def _scheduler_families(last: tuple | None, pending: list[tuple[str, int]],
-                        unscheduled_tasks: list[tuple[str, str, int]], attempts: dict) -> Iterator[Metric]:
-    """Volcano's scheduler gauges and counters from the latest cycle and the job table."""
+                        unscheduled_tasks: list[tuple[str, str, int]]) -> Iterator[Metric]:
+    """Volcano's scheduler gauges from the latest cycle and the job table."""
     victims = GaugeMetricFamily("volcano_pod_preemption_victims", "Number of selected preemption victims")
     if last:
         victims.add_metric([], last[3])
@@ -119,82 +119,48 @@ def _scheduler_families(last: tuple | None, pending: list[tuple[str, int]],
     yield tasks
     yield GaugeMetricFamily("volcano_unschedule_job_count", "Number of jobs could not be scheduled",
                             value=sum(n for _, n in pending))
-    counter = CounterMetricFamily("volcano_schedule_attempts", ATTEMPTS_HELP, labels=["result"])
-    for result in ("scheduled", "unschedulable", "error"):
-        counter.add_metric([result], attempts[result] or 0)
-    yield counter
 
 
 class SchedulerCollector(Collector):
-    """Queue figures, scheduler latencies and counters, pending jobs by reason, last cycle age."""
+    """Queue figures, scheduler gauges, counters and histograms, pending jobs by reason, last cycle age."""
 
     def describe(self) -> Iterator[Metric]:
         """The families collect() yields, without touching the database."""
         yield from _queue_families([], {}, [])
+        yield from _scheduler_families(None, [], [])
         yield from metrics_latency.empty_families()
-        yield from _scheduler_families(None, [], [], {"scheduled": 0, "unschedulable": 0, "error": 0})
-        yield HistogramMetricFamily("schedweb_cycle_duration_seconds", "Scheduling cycle duration")
-        yield GaugeMetricFamily("schedweb_pending_jobs", "Jobs waiting, by reason code", labels=["reason"])
-        yield GaugeMetricFamily("schedweb_last_cycle_age_seconds", "Seconds since the last cycle started")
-        yield CounterMetricFamily("schedweb_cycles", "Cycles by outcome", labels=["outcome"])
-        yield CounterMetricFamily("schedweb_cycle_conflicts", "Decisions dropped for concurrent changes")
-        yield GaugeMetricFamily("schedweb_jobs_set_aside", JOBS_SET_ASIDE_HELP)
-        yield CounterMetricFamily("schedweb_agent_failures", "Simulated agent steps that failed")
+        yield from _own_gauges(None, [], None)
 
     def collect(self) -> Iterator[Metric]:
-        """Read the latest samples, the cycle history and the job table (a few aggregate queries)."""
+        """The latest cycle, its samples, the job table's counts and the totals (seven queries)."""
         now = timezone.now()
-        ran = CycleRun.objects.filter(skipped=False, errors="")
-        last = ran.order_by("-id").values_list("id", "started", "job_errors", "evictions", "timing").first()
+        last = (CycleRun.objects.filter(skipped=False, errors="").order_by("-id")
+                .values_list("id", "started", "job_errors", "evictions").first())
         samples = list(QueueSample.objects.filter(cycle_id=last[0]).values_list(
             "queue", "share", "weight", "overused", *QUEUE_FIGURES)) if last else []
         pod_groups = {(queue, phase): n for queue, phase, n in Job.objects.values_list(
             "queue__name", "phase").annotate(n=Count("id")).order_by()}
         queue_names = list(Queue.objects.order_by("name").values_list("name", flat=True))
         yield from _queue_families(samples, pod_groups, queue_names)
-
-        yield from metrics_latency.cycle_histograms(ran, last[4] if last else None)
-        yield metrics_latency.job_latency_histogram(now)
         waiting = Job.objects.exclude(phase__in=TERMINAL_JOB_PHASES).exclude(reason_code="")
         pending = list(waiting.values_list("reason_code").annotate(n=Count("id")).order_by("reason_code"))
         unscheduled = list(Task.objects.filter(status__in=(TaskStatus.PENDING, TaskStatus.PIPELINED),
                                                job__in=waiting).values_list("job__namespace", "job__name")
                            .annotate(n=Count("id")).order_by("job__namespace", "job__name"))
-        outcomes = CycleRun.objects.aggregate(
-            n_ok=Count("id", filter=Q(skipped=False, errors="")),
-            n_skipped=Count("id", filter=Q(skipped=True)),
-            n_failed=Count("id", filter=Q(skipped=False) & ~Q(errors="")), n_conflicts=Sum("conflicts"),
-            n_agent_failed=Count("id", filter=~Q(agent_error="")),
-            scheduled=Sum("binds", filter=Q(skipped=False, errors="")),
-            unschedulable=Sum("pending_jobs", filter=Q(skipped=False, errors="")))
-        outcomes["error"] = outcomes["n_failed"]
-        yield from _scheduler_families(last, pending, unscheduled, outcomes)
+        yield from _scheduler_families(last, pending, unscheduled)
+        yield from metrics_latency.families(metric_totals.read())
+        yield from _own_gauges(last, pending, now)
 
-        agg = ran.aggregate(total=Count("id"), sum=Sum("duration_seconds"),
-                            **{f"le{i}": Count("id", filter=Q(duration_seconds__lte=b))
-                               for i, b in enumerate(CYCLE_BUCKETS)})
-        buckets = [(str(b), agg[f"le{i}"]) for i, b in enumerate(CYCLE_BUCKETS)] + [("+Inf", agg["total"])]
-        hist = HistogramMetricFamily("schedweb_cycle_duration_seconds", "Scheduling cycle duration")
-        hist.add_metric([], buckets, sum_value=agg["sum"] or 0.0)
-        yield hist
 
-        by_reason = GaugeMetricFamily("schedweb_pending_jobs", "Jobs waiting, by reason code",
-                                      labels=["reason"])
-        for code, n in pending:
-            by_reason.add_metric([code], n)
-        yield by_reason
-
-        age = GaugeMetricFamily("schedweb_last_cycle_age_seconds", "Seconds since the last cycle started")
-        if last:
-            age.add_metric([], (now - last[1]).total_seconds())
-        yield age
-
-        cycles = CounterMetricFamily("schedweb_cycles", "Cycles by outcome", labels=["outcome"])
-        for outcome in ("ok", "skipped", "failed"):
-            cycles.add_metric([outcome], outcomes[f"n_{outcome}"])
-        yield cycles
-        yield CounterMetricFamily("schedweb_cycle_conflicts", "Decisions dropped for concurrent changes",
-                                  value=outcomes["n_conflicts"] or 0)
-        yield GaugeMetricFamily("schedweb_jobs_set_aside", JOBS_SET_ASIDE_HELP, value=last[2] if last else 0)
-        yield CounterMetricFamily("schedweb_agent_failures", "Simulated agent steps that failed",
-                                  value=outcomes["n_agent_failed"])
+def _own_gauges(last: tuple | None, pending: list[tuple[str, int]], now: datetime | None) -> Iterator[Metric]:
+    """schedweb's gauges: pending jobs by reason, the last cycle's age and set-aside jobs."""
+    by_reason = GaugeMetricFamily("schedweb_pending_jobs", "Jobs waiting, by reason code", labels=["reason"])
+    for code, n in pending:
+        by_reason.add_metric([code], n)
+    yield by_reason
+    age = GaugeMetricFamily("schedweb_last_cycle_age_seconds",
+                            "Seconds since the last successful cycle started")
+    if last and now is not None:
+        age.add_metric([], (now - last[1]).total_seconds())
+    yield age
+    yield GaugeMetricFamily("schedweb_jobs_set_aside", JOBS_SET_ASIDE_HELP, value=last[2] if last else 0)

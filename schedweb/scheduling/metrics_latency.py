@@ -1,27 +1,25 @@
-"""Volcano's scheduler metrics from the recorded cycles (schedweb.scheduling.metrics uses these).
+"""/metrics' counters and histograms: their names, buckets, what each cycle adds, their exposition.
 
-Volcano's histograms live in the scheduler process and count since it started; ours are read
-from the CycleRun rows kept (SCHEDULER_HISTORY_DAYS), so they count the cycles of that window
-(and drop with pruning). Bucket bounds start as Volcano's (`prometheus.ExponentialBuckets`) and
-go on doubling further, since a Python cycle is slower than Volcano's bounds assume: the le
-labels Volcano's dashboards use all exist.
+Like Volcano's (pkg/scheduler/metrics), they count since the beginning, never over a window: each
+cycle adds its figures to the MetricTotal rows (schedweb.scheduling.metric_totals) in its own
+transaction, and a scrape reads the totals in one query. Pruning the cycle history changes none
+of them; every web process exports the same values.
+
+Bucket bounds start as Volcano's (`prometheus.ExponentialBuckets`) and go on doubling further,
+since a Python cycle is slower than Volcano's bounds assume (the plugin ones stop at Volcano's
+last: hundreds of series, and a callback takes micro- to milliseconds; action and plugin ones
+also get three below Volcano's first bound): every `le` label Volcano's dashboards use exists.
 """
 
 from __future__ import annotations
 
-import bisect
-import itertools
-import re
-from collections.abc import Iterable, Iterator
-from datetime import datetime, timedelta
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 
-from django.conf import settings
-from django.db.models import Count, FloatField, Min, Q, QuerySet, Sum
-from django.db.models.fields.json import KT
-from django.db.models.functions import Cast
-from prometheus_client.core import HistogramMetricFamily
+from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
 
-from schedweb.core.models import Job
+from schedweb.scheduling.metric_totals import histogram_samples
 
 
 def exponential_buckets(start: float, factor: float, count: int) -> tuple[float, ...]:
@@ -29,105 +27,93 @@ def exponential_buckets(start: float, factor: float, count: int) -> tuple[float,
     return tuple(start * factor ** i for i in range(count))
 
 
-# Volcano: ExponentialBuckets(5, 2, 10) (e2e, action, plugin) and (32, 2, 10) (job e2e); longer here.
-E2E_MS_BUCKETS = exponential_buckets(5, 2, 15)            # 5 ms .. 82 s
-ACTION_US_BUCKETS = exponential_buckets(5, 2, 22)         # 5 us .. 10.5 s
-JOB_E2E_MS_BUCKETS = exponential_buckets(32, 2, 24)       # 32 ms .. 74 h
+# Volcano: ExponentialBuckets(5, 2, 10) (e2e, action, plugin, task) and (32, 2, 10) (job e2e).
+E2E_MS_BUCKETS = exponential_buckets(5, 2, 15)                          # 5 ms .. 82 s
+STEP_MS_BUCKETS = (0.01, 0.1, 1.0, *exponential_buckets(5, 2, 15))      # 10 us .. 82 s
+PLUGIN_MS_BUCKETS = (0.01, 0.1, 1.0, *exponential_buckets(5, 2, 10))    # 10 us .. 2.56 s, as Volcano
+WAIT_MS_BUCKETS = exponential_buckets(5, 2, 24)                         # 5 ms .. 11.6 h
+JOB_E2E_MS_BUCKETS = exponential_buckets(32, 2, 24)                     # 32 ms .. 74 h
+CYCLE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
-E2E_HELP = "E2e scheduling latency in milliseconds (scheduling algorithm + binding)"
-ACTION_HELP = "Action scheduling latency in microseconds"
-PLUGIN_HELP = "Plugin scheduling latency in microseconds"
-JOB_E2E_HELP = "E2e job scheduling latency in milliseconds (job created to its first task started)"
-ACTION_KEY = re.compile(r"^action_(?P<action>.+)_s$")
-# Per-plugin timings, when the session records them: plugin_<name>_open_s / plugin_<name>_close_s.
-PLUGIN_KEY = re.compile(r"^plugin_(?P<plugin>.+)_(?P<when>open|close)_s$")
+
+@dataclass(frozen=True)
+class Histogram:
+    """A histogram family: name, help, bucket bounds, label names."""
+
+    name: str
+    help: str
+    bounds: tuple[float, ...]
+    labels: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Counter:
+    """A counter family (exported with the `_total` suffix); `always`: label values exported at 0."""
+
+    name: str
+    help: str
+    labels: tuple[str, ...] = ()
+    always: tuple[tuple[str, ...], ...] = ((),)
+
+
+CYCLE_DURATION = Histogram("schedweb_cycle_duration_seconds", "Scheduling cycle duration", CYCLE_BUCKETS)
+E2E = Histogram("volcano_e2e_scheduling_latency_milliseconds",
+                "E2e scheduling latency in milliseconds (scheduling algorithm + binding)", E2E_MS_BUCKETS)
+ACTION = Histogram("volcano_action_scheduling_latency_milliseconds",
+                   "Action scheduling latency in milliseconds", STEP_MS_BUCKETS, ("action",))
+PLUGIN = Histogram("volcano_plugin_scheduling_latency_milliseconds",
+                   "Plugin scheduling latency in milliseconds", PLUGIN_MS_BUCKETS, ("plugin", "OnSession"))
+TASK = Histogram("volcano_task_scheduling_latency_milliseconds",
+                 "Task scheduling latency in milliseconds (task created to bound)", WAIT_MS_BUCKETS)
+JOB_E2E = Histogram("volcano_e2e_job_scheduling_latency_milliseconds",
+                    "E2e job scheduling latency in milliseconds (job created to its first tasks bound)",
+                    JOB_E2E_MS_BUCKETS)
+HISTOGRAMS = (CYCLE_DURATION, E2E, ACTION, PLUGIN, TASK, JOB_E2E)
+
+ATTEMPTS = Counter(
+    "volcano_schedule_attempts",
+    "Number of attempts to schedule pods, by the result: scheduled (tasks bound), unschedulable "
+    "(jobs left waiting, once per cycle), error (failed cycles)", ("result",),
+    (("scheduled",), ("unschedulable",), ("error",)))
+CYCLES = Counter("schedweb_cycles", "Cycles by outcome", ("outcome",), (("ok",), ("skipped",), ("failed",)))
+CONFLICTS = Counter("schedweb_cycle_conflicts", "Decisions dropped for concurrent changes")
+AGENT_FAILURES = Counter("schedweb_agent_failures", "Simulated agent steps that failed")
+COUNTERS = (ATTEMPTS, CYCLES, CONFLICTS, AGENT_FAILURES)
+
 ON_SESSION = {"open": "OnSessionOpen", "close": "OnSessionClose"}
 
 
-def _label(value: float) -> str:
-    """A bucket bound as prometheus_client writes it (5.0, 2560.0, 1.31072e+06)."""
-    return repr(float(value))
-
-
-def _histogram(qs: QuerySet, field: str, bounds: Iterable[float], scale: float, prefix: str) -> dict:
-    """Aggregates for one histogram over `field` (seconds) in `bounds` (seconds * scale)."""
-    out = {f"{prefix}_n": Count("id", filter=Q(**{f"{field}__isnull": False})), f"{prefix}_sum": Sum(field)}
-    for i, bound in enumerate(bounds):
-        out[f"{prefix}_le{i}"] = Count("id", filter=Q(**{f"{field}__lte": bound / scale}))
-    return out
-
-
-def _buckets(agg: dict, prefix: str, bounds: tuple[float, ...]) -> list[tuple[str, float]]:
-    return ([(_label(b), agg[f"{prefix}_le{i}"]) for i, b in enumerate(bounds)]
-            + [("+Inf", agg[f"{prefix}_n"])])
-
-
-def timing_series(latest_timing: dict | None) -> tuple[list[str], list[tuple[str, str, str]]]:
-    """(action names, (plugin, OnSession, timing key)) the latest cycle's timing carries, sorted."""
-    actions, plugins = [], []
-    for key in sorted(latest_timing or {}):
-        if m := ACTION_KEY.match(key):
-            actions.append(m["action"])
-        elif m := PLUGIN_KEY.match(key):
-            plugins.append((m["plugin"], ON_SESSION[m["when"]], key))
-    return actions, plugins
-
-
-def cycle_histograms(ran: QuerySet, latest_timing: dict | None) -> Iterator[HistogramMetricFamily]:
-    """volcano_e2e_scheduling_latency_milliseconds, volcano_action_scheduling_latency_microseconds
-    {action} and volcano_plugin_scheduling_latency_microseconds{plugin,OnSession}, in one query
-    over the successful cycles `ran`."""
-    actions, plugins = timing_series(latest_timing)
-    keys = [f"action_{a}_s" for a in actions] + [key for _, _, key in plugins]
-    aliases = {key: f"t{i}" for i, key in enumerate(keys)}
-    qs = ran.annotate(**{alias: Cast(KT(f"timing__{key}"), FloatField()) for key, alias in aliases.items()})
-    spec = _histogram(qs, "duration_seconds", E2E_MS_BUCKETS, 1e3, "e2e")
-    for alias in aliases.values():
-        spec.update(_histogram(qs, alias, ACTION_US_BUCKETS, 1e6, alias))
-    agg = qs.aggregate(**spec)
-    e2e = HistogramMetricFamily("volcano_e2e_scheduling_latency_milliseconds", E2E_HELP)
-    e2e.add_metric([], _buckets(agg, "e2e", E2E_MS_BUCKETS), sum_value=(agg["e2e_sum"] or 0.0) * 1e3)
-    yield e2e
-    action = HistogramMetricFamily("volcano_action_scheduling_latency_microseconds", ACTION_HELP,
-                                   labels=["action"])
-    for name in actions:
-        alias = aliases[f"action_{name}_s"]
-        action.add_metric([name], _buckets(agg, alias, ACTION_US_BUCKETS),
-                          sum_value=(agg[f"{alias}_sum"] or 0.0) * 1e6)
-    yield action
-    plugin = HistogramMetricFamily("volcano_plugin_scheduling_latency_microseconds", PLUGIN_HELP,
-                                   labels=["plugin", "OnSession"])
-    for name, when, key in plugins:
-        alias = aliases[key]
-        plugin.add_metric([name, when], _buckets(agg, alias, ACTION_US_BUCKETS),
-                          sum_value=(agg[f"{alias}_sum"] or 0.0) * 1e6)
-    yield plugin
-
-
-def job_latency_histogram(now: datetime) -> HistogramMetricFamily:
-    """volcano_e2e_job_scheduling_latency_milliseconds over the jobs created in the history
-    window that have started: creation to the first task's start."""
-    days = float(getattr(settings, "SCHEDULER_HISTORY_DAYS", 1))
-    rows = (Job.objects.filter(created__gte=now - timedelta(days=days)).annotate(first=Min("tasks__started"))
-            .filter(first__isnull=False).values_list("created", "first").order_by())
-    counts = [0] * (len(JOB_E2E_MS_BUCKETS) + 1)  # per bucket, not yet cumulative; last = above all
-    total = 0.0
-    for created, first in rows:
-        ms = max(0.0, (first - created).total_seconds() * 1e3)
-        total += ms
-        counts[bisect.bisect_left(JOB_E2E_MS_BUCKETS, ms)] += 1
-    cumulative = list(itertools.accumulate(counts))
-    family = HistogramMetricFamily("volcano_e2e_job_scheduling_latency_milliseconds", JOB_E2E_HELP)
-    family.add_metric([], [(_label(b), c) for b, c in zip(JOB_E2E_MS_BUCKETS, cumulative, strict=False)]
-                      + [("+Inf", cumulative[-1])], sum_value=total)
+def _counter_family(spec: Counter, series: Mapping[str, Mapping[str, float]]) -> CounterMetricFamily:
+    family = CounterMetricFamily(spec.name, spec.help, labels=list(spec.labels))
+    values = {tuple(json.loads(labels).get(n, "") for n in spec.labels): parts.get("", 0.0)
+              for labels, parts in series.items()}
+    for key in spec.always:
+        values.setdefault(key, 0.0)
+    for key in sorted(values):
+        family.add_metric(list(key), values[key])
     return family
 
 
-def empty_families() -> Iterator[HistogramMetricFamily]:
-    """The histogram families without samples (for describe())."""
-    yield HistogramMetricFamily("volcano_e2e_scheduling_latency_milliseconds", E2E_HELP)
-    yield HistogramMetricFamily("volcano_action_scheduling_latency_microseconds", ACTION_HELP,
-                                labels=["action"])
-    yield HistogramMetricFamily("volcano_plugin_scheduling_latency_microseconds", PLUGIN_HELP,
-                                labels=["plugin", "OnSession"])
-    yield HistogramMetricFamily("volcano_e2e_job_scheduling_latency_milliseconds", JOB_E2E_HELP)
+def _histogram_family(spec: Histogram, series: Mapping[str, Mapping[str, float]]) -> HistogramMetricFamily:
+    family = HistogramMetricFamily(spec.name, spec.help, labels=list(spec.labels))
+    rows = {tuple(json.loads(labels).get(n, "") for n in spec.labels): parts
+            for labels, parts in series.items()}
+    if not spec.labels:
+        rows.setdefault((), {})  # an unlabelled histogram exists from the start, at zero
+    for key in sorted(rows):
+        buckets, total = histogram_samples(rows[key], spec.bounds)
+        family.add_metric(list(key), buckets, sum_value=total)
+    return family
+
+
+def families(totals: Mapping[str, Mapping[str, Mapping[str, float]]]) -> Iterator[Metric]:
+    """Every counter and histogram family from the totals (metric_totals.read())."""
+    for spec in COUNTERS:
+        yield _counter_family(spec, totals.get(spec.name, {}))
+    for hist in HISTOGRAMS:
+        yield _histogram_family(hist, totals.get(hist.name, {}))
+
+
+def empty_families() -> Iterator[Metric]:
+    """The same families without samples (for describe(): no query)."""
+    yield from families({})

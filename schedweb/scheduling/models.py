@@ -161,3 +161,24 @@ class TaskPlacementScores(models.Model):
 
     def __str__(self) -> str:
         return f"{self.job_id}/{self.task_name} -> {self.node} @ cycle {self.cycle_id}"
+
+
+class MetricTotal(models.Model):
+    """One counter of /metrics (schedweb.scheduling.metric_totals): a running total, never pruned.
+
+    `name` is the metric family, `labels` its label values as canonical JSON, `sample` "" for a
+    counter, else a histogram's part: "sum" or a bucket's bound (`le`, counted per bucket, not
+    cumulatively). Incremented by the writer's own transaction (the cycle's for its figures), so
+    a total moves exactly when what it counts commits.
+    """
+
+    name = models.CharField(max_length=128)
+    labels = models.CharField(max_length=255, default="{}")
+    sample = models.CharField(max_length=32, default="")
+    value = models.FloatField(default=0.0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["name", "labels", "sample"], name="metrictotal_key")]
+
+    def __str__(self) -> str:
+        return f"{self.name}{self.labels}{self.sample} = {self.value}"

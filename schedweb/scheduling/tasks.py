@@ -8,9 +8,10 @@ import logging
 
 from celery import shared_task
 from django.conf import settings
+from django.db import transaction
 from django.utils import timezone
 
-from schedweb.scheduling import demo_arrivals, forecast_task
+from schedweb.scheduling import cycle_metrics, demo_arrivals, forecast_task
 from schedweb.scheduling.agent import agent_step, report_heartbeats
 from schedweb.scheduling.cycle import cycle_run
 from schedweb.scheduling.models import CycleRun
@@ -31,7 +32,9 @@ def cycle_and_agent() -> dict:
         except Exception as exc:  # recorded on the cycle (health counts them); the loop goes on
             logger.exception("simulated agent step failed")
             error = f"{type(exc).__name__}: {exc}"[:2000]
-            CycleRun.objects.filter(pk=run.pk).update(agent_error=error)
+            with transaction.atomic():
+                CycleRun.objects.filter(pk=run.pk).update(agent_error=error)
+                cycle_metrics.record_agent_failure()
             out["agent_error"] = error
             return out
         out["agent"] = {"started": step.started, "succeeded": step.succeeded, "released": step.released,

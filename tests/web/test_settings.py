@@ -43,11 +43,23 @@ def test_development_defaults():
     assert got["debug"] is True and got["key"].startswith("django-insecure-")
     assert got["engine"] == "django.db.backends.sqlite3"
     assert got["name"] == str(ROOT / "var" / "schedweb.sqlite3")
-    assert got["options"] == {"transaction_mode": "IMMEDIATE", "timeout": 20}
+    assert got["options"] == {"transaction_mode": "IMMEDIATE", "timeout": 20,
+                              "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL"}
     assert got["broker"] is None
     assert (got["period"], got["agent"]) == (2.0, False)
     assert got["hosts"] == ["127.0.0.1", "localhost", "[::1]"]
     assert got["whitenoise"] is True
+
+
+def test_sqlite_journal_is_wal_with_a_busy_timeout(tmp_path):
+    """Every SQLite connection: WAL (readers and the cycle's writes do not block each other) and
+    a 20 s busy timeout (a writer waits for the lock instead of failing at once)."""
+    code = ("import django; django.setup(); from django.db import connection; c = connection.cursor(); "
+            "print(*(c.execute(f'PRAGMA {p}').fetchone()[0] for p in ('journal_mode', 'busy_timeout', "
+            "'synchronous')))")
+    result = run(["-c", code], DEBUG="1", DATABASE_URL=f"sqlite:///{tmp_path / 'x.sqlite3'}")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["wal", "20000", "1"]  # synchronous 1 = NORMAL
 
 
 def test_environment_overrides():

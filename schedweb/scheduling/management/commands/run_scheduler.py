@@ -3,19 +3,20 @@
 from __future__ import annotations
 
 import signal
-import time
 from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
 from schedweb.scheduling.forecast_task import after_cycle
+from schedweb.scheduling.loop import run_loop
 from schedweb.scheduling.tasks import cycle_and_agent
 
 
 class Command(BaseCommand):
     """Run cycle_run() (and the simulated agent when enabled) every SCHEDULE_PERIOD seconds; the
-    forecast after every FORECAST_EVERY_CYCLES-th cycle."""
+    forecast after every FORECAST_EVERY_CYCLES-th cycle. A failing cycle (the database locked or
+    gone) never ends the loop: it retries with back-off (schedweb.scheduling.loop)."""
 
     help = "Run the scheduling cycle every SCHEDULE_PERIOD seconds (or once with --once)."
 
@@ -25,8 +26,12 @@ class Command(BaseCommand):
         parser.add_argument("--period", type=float, default=None, help="seconds between cycles")
 
     def handle(self, *args: Any, once: bool = False, period: float | None = None, **options: Any) -> None:
-        """Loop until SIGTERM/SIGINT; a cycle that overruns its period starts the next at once."""
+        """Loop until SIGTERM/SIGINT (--once: one step, whose error is the command's)."""
         period = float(period or settings.SCHEDULE_PERIOD)
+        verbose = options.get("verbosity", 1) > 1
+        if once:
+            self._report(self._step(), verbose)
+            return
         stop = False
 
         def _stop(*_: Any) -> None:
@@ -35,20 +40,18 @@ class Command(BaseCommand):
 
         signal.signal(signal.SIGTERM, _stop)
         signal.signal(signal.SIGINT, _stop)
-        while True:
-            started = time.monotonic()
-            summary = cycle_and_agent()
-            # No broker here: every FORECAST_EVERY_CYCLES-th cycle the forecast runs in-process,
-            # after the cycle has committed (it never raises).
-            if forecast := after_cycle(summary, inline=True):
-                summary["forecast"] = forecast
-            if options.get("verbosity", 1) > 1 or summary["binds"] or summary["errors"]:
-                self.stdout.write(str(summary))
-            if once or stop:
-                return
-            # Sleep in slices so a stop signal ends the loop promptly.
-            deadline = started + period
-            while not stop and time.monotonic() < deadline:
-                time.sleep(min(0.2, max(0.0, deadline - time.monotonic())))
-            if stop:
-                return
+        run_loop(self._step, period, stopped=lambda: stop,
+                 report=lambda summary: self._report(summary, verbose))
+
+    @staticmethod
+    def _step() -> dict:
+        summary = cycle_and_agent()
+        # No broker here: every FORECAST_EVERY_CYCLES-th cycle the forecast runs in-process,
+        # after the cycle has committed (it never raises).
+        if forecast := after_cycle(summary, inline=True):
+            summary["forecast"] = forecast
+        return summary
+
+    def _report(self, summary: dict, verbose: bool) -> None:
+        if verbose or summary["binds"] or summary["errors"]:
+            self.stdout.write(str(summary))

@@ -1,0 +1,114 @@
+"""What each cycle adds to /metrics' totals (schedweb.scheduling.metrics_latency), in its transaction.
+
+- a successful cycle: `schedweb_cycles{outcome="ok"}`, conflicts, Volcano's schedule attempts
+  (scheduled = tasks bound, unschedulable = jobs left waiting), its duration (e2e latency and
+  `schedweb_cycle_duration_seconds`), each action's and plugin callback's time from the session's
+  timing, and per bound task (only the binds written) the wait from the task's creation
+  (`volcano_task_scheduling_latency_milliseconds`), per job whose first tasks it bound the wait
+  from the job's creation (`volcano_e2e_job_scheduling_latency_milliseconds`);
+- a skipped cycle (another leader): `outcome="skipped"`;
+- a failed cycle: `outcome="failed"` and attempts `result="error"`, with the failure's record;
+- a failed simulated agent step: `schedweb_agent_failures`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from datetime import datetime
+
+from scheduler_core.model import TaskStatus
+from scheduler_core.result import SessionResult
+from schedweb.scheduling import metric_totals
+from schedweb.scheduling.adapter import LoadedState
+from schedweb.scheduling.metrics_latency import (
+    ACTION,
+    AGENT_FAILURES,
+    ATTEMPTS,
+    CONFLICTS,
+    CYCLE_DURATION,
+    CYCLES,
+    E2E,
+    JOB_E2E,
+    ON_SESSION,
+    PLUGIN,
+    TASK,
+)
+from schedweb.scheduling.models import CycleRun
+
+ACTION_KEY = re.compile(r"^action_(?P<action>.+)_s$")
+PLUGIN_KEY = re.compile(r"^plugin_(?P<plugin>.+)_(?P<when>open|close)_s$")
+# A job with a task in one of these before the cycle had started already: not its first bind.
+STARTED_BEFORE = frozenset({TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING,
+                            TaskStatus.RELEASING, TaskStatus.SUCCEEDED, TaskStatus.FAILED})
+
+
+def record_cycle(run: CycleRun, task_waits_ms: Iterable[float] = (),
+                 job_waits_ms: Iterable[float] = ()) -> None:
+    """Add a successful cycle's figures (its CycleRun as saved, timing and duration included)."""
+    totals = metric_totals.Totals()
+    totals.count(CYCLES.name, labels={"outcome": "ok"})
+    totals.count(CONFLICTS.name, run.conflicts)
+    totals.count(ATTEMPTS.name, run.binds, {"result": "scheduled"})
+    totals.count(ATTEMPTS.name, run.pending_jobs, {"result": "unschedulable"})
+    totals.count(ATTEMPTS.name, 0, {"result": "error"})
+    totals.observe(CYCLE_DURATION.name, CYCLE_DURATION.bounds, run.duration_seconds)
+    totals.observe(E2E.name, E2E.bounds, run.duration_seconds * 1e3)
+    for key, seconds in sorted((run.timing or {}).items()):
+        if not isinstance(seconds, int | float):
+            continue
+        if m := ACTION_KEY.match(key):
+            totals.observe(ACTION.name, ACTION.bounds, seconds * 1e3, {"action": m["action"]})
+        elif m := PLUGIN_KEY.match(key):
+            totals.observe(PLUGIN.name, PLUGIN.bounds, seconds * 1e3,
+                           {"plugin": m["plugin"], "OnSession": ON_SESSION[m["when"]]})
+    for ms in task_waits_ms:
+        totals.observe(TASK.name, TASK.bounds, ms)
+    for ms in job_waits_ms:
+        totals.observe(JOB_E2E.name, JOB_E2E.bounds, ms)
+    totals.apply()
+
+
+def waits(state: LoadedState, result: SessionResult, applied: set[int], now: datetime,
+          ) -> tuple[list[float], list[float]]:
+    """(per task bound and written: ms since the task's creation; per job whose first tasks these
+    are: ms since the job's creation). Works on the snapshot before or after the session: the
+    tasks bound in this cycle are left out of "started before"."""
+    at = now.timestamp()
+    bound: dict[str, list[str]] = {}
+    for uid in sorted(result.binds):
+        row = state.tasks.get(uid)
+        if row is not None and row[0] in applied:
+            bound.setdefault("/".join(uid.split("/", 2)[:2]), []).append(uid)
+    task_ms, job_ms = [], []
+    for job_uid, uids in sorted(bound.items()):
+        job = state.snapshot.jobs.get(job_uid)
+        if job is None:
+            continue
+        for uid in uids:
+            task = job.tasks.get(uid)
+            if task is not None and task.created > 0:
+                task_ms.append(max(0.0, (at - task.created) * 1e3))
+        here = set(uids)
+        earlier = any(t.status in STARTED_BEFORE for u, t in job.tasks.items() if u not in here)
+        if job.created > 0 and not earlier:
+            job_ms.append(max(0.0, (at - job.created) * 1e3))
+    return task_ms, job_ms
+
+
+def record_skip() -> None:
+    """A cycle that found the leader lock taken."""
+    metric_totals.add(CYCLES.name, labels={"outcome": "skipped"})
+
+
+def record_failure() -> None:
+    """A failed cycle (the caller records it in the same transaction)."""
+    totals = metric_totals.Totals()
+    totals.count(CYCLES.name, labels={"outcome": "failed"})
+    totals.count(ATTEMPTS.name, 1, {"result": "error"})
+    totals.apply()
+
+
+def record_agent_failure() -> None:
+    """A simulated agent step that failed."""
+    metric_totals.add(AGENT_FAILURES.name)

@@ -1,0 +1,47 @@
+"""The Prometheus text format of /metrics, written directly: the same bytes as prometheus_client's
+`generate_latest` for the families SchedulerCollector yields, at a fraction of its cost.
+
+`generate_latest` re-validates every label name of every sample with a regular expression (most
+of a scrape's CPU: the plugin histograms alone are hundreds of samples); ours are fixed
+identifiers, checked once per family name instead. Label values and HELP texts are escaped as
+the format requires (backslash, newline, and double quotes in label values).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from functools import lru_cache
+
+from prometheus_client.core import Metric
+from prometheus_client.utils import floatToGoString
+
+NAME = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
+TYPES = {"counter": "counter", "gauge": "gauge", "histogram": "histogram", "unknown": "untyped"}
+
+
+@lru_cache(maxsize=4096)
+def _checked(name: str) -> str:
+    if not NAME.match(name):
+        raise ValueError(f"not a Prometheus name: {name!r}")
+    return name
+
+
+def _value(text: str) -> str:
+    return text.replace("\\", r"\\").replace("\n", r"\n").replace('"', r"\"")
+
+
+def exposition(families: Iterable[Metric]) -> bytes:
+    """The text format (version 0.0.4) of these gauge, counter and histogram families."""
+    out: list[str] = []
+    for family in families:
+        name = family.name + "_total" if family.type == "counter" else family.name
+        help_text = family.documentation.replace("\\", r"\\").replace("\n", r"\n")
+        out.append(f"# HELP {_checked(name)} {help_text}\n# TYPE {name} {TYPES[family.type]}\n")
+        for sample in family.samples:
+            if sample.labels:
+                labels = ",".join(f'{_checked(k)}="{_value(v)}"' for k, v in sorted(sample.labels.items()))
+                out.append(f"{_checked(sample.name)}{{{labels}}} {floatToGoString(sample.value)}\n")
+            else:
+                out.append(f"{_checked(sample.name)} {floatToGoString(sample.value)}\n")
+    return "".join(out).encode("utf-8")
