@@ -98,3 +98,34 @@ def test_backfill_needs_a_free_slot_without_predicates():
     result = run(snap, conf("backfill", NO_PREDICATES))
     assert result.binds == {"ns/b-0": "n2"}
     assert result.reasons["ns/be"].message == "0/2 nodes are unavailable: 2 Insufficient pods."
+
+
+SLOT_ARRAYS = ("pod_count", "idle_pods", "future_pods", "pipelined_pods", "releasing_pods")
+
+
+def test_slot_columns_equal_a_recount_through_place_evict_and_discard():
+    from scheduler_core.framework.session import open_session
+
+    running = [_running(f"r-{i}", "n1") for i in range(3)]
+    pending = [task(f"p-{i}", cpu="1") for i in range(4)]
+    snap = snapshot(nodes=[node("n1", cpu="8", pods=6), node("n2", cpu="8", pods=2)],
+                    jobs=[job("run", phase="Running", tasks=running), job("p", tasks=pending)])
+    ssn = open_session(snap, conf("allocate", NO_PREDICATES))
+    table = ssn.node_table
+
+    def same() -> None:
+        fresh = NodeTable(ssn.nodes.values())
+        for name in SLOT_ARRAYS:
+            assert getattr(table, name).tolist() == getattr(fresh, name).tolist(), name
+
+    stmt = ssn.statement()
+    stmt.evict(running[0], "preempt")
+    same()
+    stmt.pipeline(pending[0], "n1")
+    stmt.allocate(pending[1], "n1")
+    stmt.place_run(pending[2:], "n2", pipelined=True)
+    same()
+    assert (table.idle_pods.tolist(), table.future_pods.tolist()) == ([2, 2], [2, 0])
+    stmt.discard()
+    same()
+    assert (table.idle_pods.tolist(), table.future_pods.tolist()) == ([3, 2], [3, 2])
