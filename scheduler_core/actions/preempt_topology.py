@@ -54,7 +54,9 @@ ENABLE = "enableTopologyAwarePreemption"
 # argument -> default (Volcano's preempt action arguments)
 INT_ARGUMENTS = {"minCandidateNodesPercentage": 10, "minCandidateNodesAbsolute": 1,
                  "maxCandidateNodesAbsolute": 100}
-IGNORED = "topologyAwarePreemptWorkerNum"
+# strconv.ParseBool's spellings (the older string-valued arguments)
+_BOOLS = {"1": True, "t": True, "T": True, "TRUE": True, "true": True, "True": True,
+          "0": False, "f": False, "F": False, "FALSE": False, "false": False, "False": False}
 _PRIORITY_OFFSET = 2**31
 _INT = re.compile(r"[+-]?[0-9]+")
 RELEASING = TaskStatus.RELEASING
@@ -92,6 +94,8 @@ def topology_options(arguments: Mapping[str, Any] | None) -> tuple[TopologyOptio
     arguments = arguments or {}
     warnings: list[str] = []
     enabled = arguments.get(ENABLE, False)
+    if isinstance(enabled, str) and enabled.strip() in _BOOLS:
+        enabled = _BOOLS[enabled.strip()]
     if not isinstance(enabled, bool):
         warnings.append(f"preempt: {ENABLE} {enabled!r} is not true or false; the default false is used")
         enabled = False

@@ -152,3 +152,8 @@ def test_arguments_are_accepted_and_bad_values_ignored_with_a_warning():
         {"plugins": [{"name": "priority"}, {"name": "gang"}]}]}))
     assert result.warnings == warnings
     assert result.evictions == ["ns/l-0"]  # the normal path (the switch is ignored)
+
+
+@pytest.mark.parametrize(("value", "enabled"), [(True, True), ("true", True), ("1", True), ("False", False)])
+def test_the_switch_reads_go_bool_spellings(value, enabled):
+    assert topology_options({"enableTopologyAwarePreemption": value})[0].enabled is enabled
