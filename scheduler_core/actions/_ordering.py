@@ -11,15 +11,15 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Iterable
 from functools import cmp_to_key
-from operator import attrgetter
 from typing import TYPE_CHECKING, Generic, TypeVar
+
+from scheduler_core.framework.task_fallback import sort_tasks
 
 if TYPE_CHECKING:
     from scheduler_core.framework.session import Session
     from scheduler_core.model import JobInfo, TaskInfo
 
 T = TypeVar("T")
-_CREATED_UID = attrgetter("created", "uid")
 
 
 class _Entry(Generic[T]):
@@ -98,7 +98,8 @@ class TaskList:
 
     Tasks with the same `sched_key` also have the same priority, so the task-order plugins
     cannot tell them apart: each equivalence class is sorted with the session fallback
-    (creation time, then uid) and the classes are merged with the full task comparison.
+    (`task_fallback`: name index, creation time, uid) and the classes are merged with the
+    full task comparison.
     This keeps the exact order of `ssn.task_compare` at a fraction of its calls.
     """
 
@@ -106,7 +107,10 @@ class TaskList:
         classes: dict[tuple, list[TaskInfo]] = {}
         for t in tasks:
             classes.setdefault(t.sched_key, []).append(t)
-        runs = [sorted(ts, key=_CREATED_UID) if len(ts) > 1 else ts for ts in classes.values()]
+        runs = list(classes.values())
+        for ts in runs:
+            if len(ts) > 1:
+                sort_tasks(ts)
         if len(runs) == 1:
             self._tasks = runs[0]
         else:

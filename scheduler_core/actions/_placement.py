@@ -18,7 +18,7 @@ highest score wins and ties go to the lowest row, i.e. the node name that sorts 
 Runs (`ClassState.run_length`): after `best` chose row r to allocate on, how many more tasks of
 the class would choose r one after another is known without placing them: the other rows do
 not change meanwhile, so copy j+1 goes to r while r, as it would be with j copies placed, still
-fits the request (idle and future idle), has a pod slot, scores above the best other row (a tie
+fits the request (idle and future idle, a free pod slot in both), scores above the best other row (a tie
 to the lower row) and passes the dynamic predicates. The row's figures after j copies are the
 same float sums the placements would make; the plugins are asked about them by writing them
 into the row of the NodeTable for the question and putting the real ones back
@@ -153,14 +153,13 @@ class ClassState:
         # (column, request) pairs: the one-row fit test in plain floats (same arithmetic as _fits).
         self.need = [(j, float(self.vec[j])) for j in cols]
 
-    def _fits(self, avail: np.ndarray) -> np.ndarray:
+    def _fits(self, avail: np.ndarray, slots: np.ndarray) -> np.ndarray:
         if self.never:
             return np.zeros(len(avail), dtype=bool)
         # Column by column (the table's arrays are Fortran-ordered: columns are contiguous),
-        # without the (rows x cols) copy that fancy indexing makes.
-        (j, v), *rest = self.need
-        mask = (v - avail[:, j]) < MIN_RESOURCE
-        for j, v in rest:
+        # without the (rows x cols) copy that fancy indexing makes; a free pod slot too.
+        mask = slots >= 1
+        for j, v in self.need:
             mask &= (v - avail[:, j]) < MIN_RESOURCE
         return mask
 
@@ -171,8 +170,8 @@ class ClassState:
         self.ok = pred.ok_mask.copy()
         self.counts = pred.counts()
         self.unverified.clear()
-        self.idle_fit = self._fits(table.idle)
-        self.future_fit = self._fits(table.future)
+        self.idle_fit = self._fits(table.idle, table.idle_pods)
+        self.future_fit = self._fits(table.future, table.future_pods)
         cand = self.ok & self.future_fit
         self.scores = ssn.node_scores(task, cand) if cand.any() else np.zeros(len(table))
         self.best_idle = np.where(cand & self.idle_fit, self.scores, _NEG)
@@ -211,8 +210,10 @@ class ClassState:
             self.unverified.add(r)
         ok = not self.never
         idle, fut = table.idle, table.future
-        idle_fit = self.idle_fit[r] = ok and all(v - idle[r, j] < MIN_RESOURCE for j, v in self.need)
-        fut_fit = self.future_fit[r] = ok and all(v - fut[r, j] < MIN_RESOURCE for j, v in self.need)
+        idle_fit = self.idle_fit[r] = ok and table.idle_pods[r] >= 1 and all(
+            v - idle[r, j] < MIN_RESOURCE for j, v in self.need)
+        fut_fit = self.future_fit[r] = ok and table.future_pods[r] >= 1 and all(
+            v - fut[r, j] < MIN_RESOURCE for j, v in self.need)
         if fut_fit:
             s = self.scores[r] = ssn.node_row_score(task, r)
             self.best_idle[r] = s if idle_fit else _NEG
@@ -229,8 +230,8 @@ class ClassState:
             self.unverified.difference_update(idx.tolist())
         elif self.dynamic:
             self.unverified.update(idx[self.ok[idx]].tolist())
-        idle_fit = self.idle_fit[idx] = self._fits(table.idle[idx])
-        future_fit = self.future_fit[idx] = self._fits(table.future[idx])
+        idle_fit = self.idle_fit[idx] = self._fits(table.idle[idx], table.idle_pods[idx])
+        future_fit = self.future_fit[idx] = self._fits(table.future[idx], table.future_pods[idx])
         cand = self.ok[idx] & future_fit
         if cand.any():
             rows = idx[cand]
@@ -277,7 +278,9 @@ class ClassState:
         req = [v for _, v in self.need]
         rel = [float(table.releasing[r, j]) for j in cols]
         pip = [float(table.pipelined[r, j]) for j in cols]
-        n, max_pods = len(cols), int(table.max_pods[r])
+        n = len(cols)
+        # Free pod slots against idle and future idle: each copy takes one of both.
+        idle_slots, future_slots = float(table.idle_pods[r]), float(table.future_pods[r])
 
         def step(cells: Cells) -> Cells:
             idle = [cells[0][i] - req[i] for i in range(n)]
@@ -293,8 +296,8 @@ class ClassState:
             while k < limit:
                 cells = step(cells)
                 states.append(cells)
-                idle, _, future, pods = cells
-                if 0 < max_pods <= pods:
+                idle, _, future, _ = cells
+                if min(idle_slots, future_slots) - len(states) < 1:
                     break
                 if not all(req[i] - idle[i] < MIN_RESOURCE and req[i] - future[i] < MIN_RESOURCE
                            for i in range(n)):

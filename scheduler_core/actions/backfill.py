@@ -3,7 +3,7 @@
 Tasks are taken queue by queue (queue order), job by job (job order), task by task (task
 order), like Volcano's pickUpPendingTasks. A task goes straight to the session (no
 statement, as Volcano's ssn.Allocate): to the best-scoring node whose predicates pass, ties
-to the name that sorts first. Best-effort tasks need no resources, so no fit check.
+to the name that sorts first. Best-effort tasks need no resources, only a free pod slot.
 (A job's placements go through a statement committed at once, so that a job whose evaluation
 raises is undone and set aside; decisions are those of direct allocation.) A task
 no node accepts records its fit errors; identical tasks of the same job then fail alike and
@@ -43,12 +43,18 @@ class BackfillAction(Action):
                     if task.sched_key in failed:
                         continue
                     pred = ssn.predicate(task)
+                    # A pod slot is part of the fit test even without the predicates plugin.
+                    ok = pred.ok_mask & (ssn.node_table.slots() >= 1)
                     if recorder is not None:
-                        recorder.record_mask(task, self.name, pred.ok_mask)
-                    row = ssn.best_node(task, pred.ok_mask)
+                        recorder.record_mask(task, self.name, ok)
+                    row = ssn.best_node(task, ok)
                     if row is None:
                         failed.add(task.sched_key)
-                        ssn.record_fit_errors(job.uid, task.uid, FitErrors(len(names), pred.counts()))
+                        counts = pred.counts()
+                        full = int((pred.ok_mask & ~ok).sum())
+                        if full:
+                            counts["Insufficient pods"] = full
+                        ssn.record_fit_errors(job.uid, task.uid, FitErrors(len(names), counts))
                         continue
                     stmt.allocate(task, names[row])
                 stmt.commit()

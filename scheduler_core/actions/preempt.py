@@ -11,9 +11,10 @@ Volcano v1.1x preempt, with these choices:
   best-effort preemptor only takes best-effort ones), offered in victim order (Volcano: node
   map order) so that plugins with a budget (gang keeps min_member) spend it on the
   lowest-priority tasks; `preemptable` callbacks pick victims; when future idle plus all
-  victims cannot fit the preemptor the node is skipped; otherwise victims are evicted in
-  victim order until the queue is `allocatable` for the preemptor, it fits the node's future
-  idle and the node's fixable predicates pass (pod count, anti-affinity, spread, with the
+  victims (their pod slots included) cannot fit the preemptor the node is skipped; otherwise
+  victims are evicted in victim order until the queue is `allocatable` for the preemptor, it
+  fits the node's future idle with a free pod slot (even without the predicates plugin) and
+  the node's fixable predicates pass (pod count, anti-affinity, spread, with the
   evicted tasks gone), and it is pipelined there. When every victim is evicted and it still
   does not fit, that node's evictions are undone before the next node is tried. After
   the job's tasks: commit when `job_pipelined`, else discard; a job that got something is
@@ -24,6 +25,9 @@ Volcano v1.1x preempt, with these choices:
   commits even then, keeping evictions that helped nobody, e.g. when the queue's quota still
   refuses the preemptor); the job stops at its first preemptor that gets nothing.
 - Finally the `victim_tasks` callbacks' tasks are evicted (Volcano's victimTasks).
+- With `enableTopologyAwarePreemption: true` each preemptor's try (between jobs and inside a
+  job) takes the topology-aware path instead (`preempt_topology`: dry runs, minimal victim
+  sets, no node scores).
 Evicted tasks become Releasing (listed in the result's evictions); preemptors are pipelined.
 Speed (same decisions): nodes whose possible victims cannot fit the task are skipped without
 asking the plugins (`victim_capacity.VictimCapacity`), and a try that failed without changing
@@ -39,6 +43,7 @@ import numpy as np
 
 from scheduler_core.actions._common import active_jobs, record_waiting
 from scheduler_core.actions._ordering import PriorityQueue, TaskList, job_queue, sorted_tasks
+from scheduler_core.actions.preempt_topology import TopologyPreempt, topology_options
 from scheduler_core.actions.victim_capacity import VictimCapacity
 from scheduler_core.actions.victim_nodes import NodeCheck, undo_since
 from scheduler_core.actions.victims import VictimIndex, allowed_victims, released_by, rows_by_score
@@ -69,6 +74,11 @@ class PreemptAction(Action):
         self.nodes = NodeCheck(ssn)
         # Tighter, current bound (victim job filters): skips nodes the plugins would refuse.
         self.vcap = VictimCapacity(ssn, self.index, "preemptable")
+        options, warnings = topology_options(self.arguments)
+        for warning in warnings:
+            ssn.result.warn(warning)
+        self.topology = (TopologyPreempt(ssn, options, self.index, self.nodes, self.vcap)
+                         if options.enabled else None)
         starving: dict[str, list[JobInfo]] = {}
         for job in active_jobs(ssn):
             if ssn.job_starving(job):
@@ -162,9 +172,13 @@ class PreemptAction(Action):
         key = (*mode, preemptor.sched_key)
         if self.vcap.failed_before(key):
             return False
-        if self._preempt(ssn, stmt, queue, preemptor, fit(preemptor), keep):
+        if self.topology is not None:
+            if self.topology.preempt(stmt, queue, preemptor, fit(preemptor), keep):
+                return True
+        elif self._preempt(ssn, stmt, queue, preemptor, fit(preemptor), keep):
             return True
-        # A failed try undid every eviction it made: the session is as it was.
+        # A failed try undid every eviction it made (dry runs included): the session is as it
+        # was, so the same try on it would fail again.
         self.vcap.remember_failure(key)
         return False
 

@@ -14,8 +14,9 @@ Volcano v1.1x reclaim, with these choices:
   best-effort ones), offered in victim order (Volcano: node map order); the `reclaimable`
   callbacks choose victims (e.g. proportion: only from queues above deserved, spending that
   budget on the tasks evicted first). If future idle plus every victim cannot fit the task,
-  the next node is tried; otherwise victims are evicted in victim order (victim queue order,
-  then reverse job / task order) until the task fits the node's future idle and the node's
+  the next node is tried (each victim gives back its pod slot); otherwise victims are evicted in
+  victim order (victim queue order, then the plugins' job order reversed, then reverse task
+  order) until the task fits the node's future idle with a free pod slot and the node's
   fixable predicates pass with the evicted tasks gone, and the task is pipelined there. When
   every victim is evicted and it still does not fit, that node's evictions are undone (as in
   preempt) before the next node is tried.

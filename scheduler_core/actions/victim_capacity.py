@@ -201,6 +201,7 @@ class VictimCapacity:
             else:
                 other = None
         ok = count > 0
+        ok &= table.future_pods + count >= 1  # each candidate gives back its pod slot
         for c in needed_columns(vec):
             # Columns are contiguous (Fortran-ordered tables): one pass per needed column.
             bound = cap[:, c] if other is None and not minus else cap[:, c] - (

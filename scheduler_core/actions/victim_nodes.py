@@ -4,7 +4,8 @@ A node is left out only for failures eviction cannot fix: node selector or affin
 untolerated taints, cordoned, unmatched required pod affinity, a missing topology spread key
 (the predicates plugin's `unresolvable_failures`; every other plugin's predicate counts in full,
 e.g. usage). Nodes failing on pod count, inter-pod anti-affinity, spread skew or resources stay
-candidates; after each tentative eviction `fits` asks that one node again: future idle, then the
+candidates; after each tentative eviction `fits` asks that one node again: future idle and a
+free pod slot (the action's own fit test, with or without the predicates plugin), then the
 predicates plugin's `row_failure` with the Releasing tasks counted as gone.
 `undo_since` discards a statement's operations after a mark: a node whose evictions did not get
 the preemptor placed keeps none of them.
@@ -64,7 +65,8 @@ class NodeCheck:
         return ok
 
     def fits(self, task: TaskInfo, row: int) -> bool:
-        """The task fits the row's future idle and passes the fixable predicates there."""
+        """The task fits the row's future idle (a pod slot included) and passes the fixable
+        predicates there."""
         table = self.ssn.node_table
         if not table.fits_row(task.resreq, row, future=True):
             return False

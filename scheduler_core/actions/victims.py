@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from scheduler_core.framework.task_fallback import sort_tasks
 from scheduler_core.model import TaskStatus
 from scheduler_core.resources import MIN_RESOURCE
 
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
 
     from scheduler_core.framework.node_table import NodeTable
     from scheduler_core.framework.session import Session
-    from scheduler_core.model import QueueInfo, TaskInfo
+    from scheduler_core.model import JobInfo, QueueInfo, TaskInfo
 
 
 def needed_columns(vec: np.ndarray) -> np.ndarray:
@@ -83,14 +84,14 @@ class VictimIndex:
 
     def job_ranks(self, job_uid: str) -> dict[str, int] | None:
         """Reverse-task-order helper: the job's candidates ranked by the session fallback
-        (created, uid) when they all share one equivalence class, else None."""
+        (`task_fallback`) when they all share one equivalence class, else None."""
         hit = self._ranks.get(job_uid, False)
         if hit is not False:
             return hit
         tasks = [t for t in self.ssn.jobs[job_uid].tasks.values() if t.uid in self.vec]
         first = self.class_of(tasks[0]) if tasks else -1
         if all(self.class_of(t) == first for t in tasks):
-            tasks.sort(key=_fallback_key)
+            sort_tasks(tasks)
             hit = {t.uid: i for i, t in enumerate(tasks)}
         else:
             hit = None
@@ -149,14 +150,15 @@ class VictimIndex:
 
 def victims_fit(ssn: Session, task: TaskInfo, row: int, victims: list[TaskInfo],
                 index: VictimIndex | None = None) -> bool:
-    """Volcano's ValidateVictims: some victims, and future idle plus all of them fits the task.
+    """Volcano's ValidateVictims: some victims, and future idle plus all of them fits the task,
+    one pod slot included (each victim gives its slot back).
 
     `index` (whose candidates the victims are) supplies their request vectors.
     """
     if not victims:
         return False
     table = ssn.node_table
-    if lacks_scalar(table, task):
+    if lacks_scalar(table, task) or table.future_pods[row] + len(victims) < 1:
         return False
     avail = table.future[row].copy()
     vectors = index.vec if index is not None else {}
@@ -204,16 +206,18 @@ def victim_order(ssn: Session, preemptor: TaskInfo, victims: list[TaskInfo],
                  ) -> list[TaskInfo]:
     """Volcano's BuildVictimsPriorityQueue: who is evicted first.
 
-    Same job: reverse task order (lowest priority first). Different queues: victim queue
-    order. Otherwise: reverse job order. That is a lexicographic order (queue, job reversed,
-    task reversed), built here from sorted queues, jobs and tasks of the candidates; the
+    Different queues: victim queue order. Same queue, different jobs: the plugins' job order
+    alone, reversed (no creation-time or uid fallback); jobs it cannot tell apart, and tasks
+    of one job, come in reverse task order (lowest priority first, then the reverse of the
+    task fallback: highest name index, latest, greatest uid). That is a lexicographic order
+    (queue, plugin job key reversed, task reversed), built here from sorted groups; the
     pairwise comparator is kept for plugins without a job sort key. `index` (the victims'
-    VictimIndex) and `job_keys` (a cache of job sort keys for the current session state,
+    VictimIndex) and `job_keys` (a cache of plugin job keys for the current session state,
     which the caller empties on any change) only save work.
     """
     if len(victims) <= 1:
         return list(victims)
-    job_key = ssn.job_order_key()
+    job_key = plugin_job_key(ssn)
     if job_key is None:
         return _victim_order_cmp(ssn, preemptor, victims)
     jobs = ssn.jobs
@@ -221,13 +225,13 @@ def victim_order(ssn: Session, preemptor: TaskInfo, victims: list[TaskInfo],
     for v in victims:
         by_job.setdefault(v.job_uid, []).append(v)
     keys = job_keys if job_keys is not None else {}
+    # queue -> plugin job key -> jobs with that key
+    by_queue: dict[str, dict[tuple, list[str]]] = {}
     for uid in by_job:
-        if uid not in keys:
-            keys[uid] = job_key(jobs[uid])
-    by_queue: dict[str, list[str]] = {}
-    # Each group lists its jobs in reverse job order (the key's tail makes it strict).
-    for uid in sorted(by_job, key=keys.__getitem__, reverse=True):
-        by_queue.setdefault(jobs[uid].queue, []).append(uid)
+        key = keys.get(uid)
+        if key is None:
+            key = keys[uid] = job_key(jobs[uid])
+        by_queue.setdefault(jobs[uid].queue, {}).setdefault(key, []).append(uid)
     queue_names = list(by_queue)
     if len(queue_names) > 1:
         pq = ssn.queues[jobs[preemptor.job_uid].queue]
@@ -236,12 +240,37 @@ def victim_order(ssn: Session, preemptor: TaskInfo, victims: list[TaskInfo],
             lambda a, b: victim_queue_compare(ssn, queues[a], queues[b], pq)))
     out: list[TaskInfo] = []
     for q in queue_names:
-        for uid in by_queue[q]:
-            tasks = by_job[uid]
+        groups = by_queue[q]
+        for key in sorted(groups, reverse=True):
+            uids = groups[key]
+            tasks = by_job[uids[0]] if len(uids) == 1 else [t for uid in uids for t in by_job[uid]]
             if len(tasks) > 1:
                 _reverse_task_order(ssn, tasks, index)
             out.extend(tasks)
     return out
+
+
+def plugin_job_key(ssn: Session) -> Callable[[JobInfo], tuple] | None:
+    """A sort key agreeing with the enabled job-order plugins alone (no creation-time or uid
+    tail), or None when one of them has no key."""
+    fns = []
+    for tier in ssn.enabled_fns("job_order"):
+        for name, _ in tier:
+            fn = ssn.companion("job_order", name, "key_fn")
+            if fn is None:
+                return None
+            fns.append(fn)
+    return lambda job: tuple(fn(job) for fn in fns)
+
+
+def plugin_job_compare(ssn: Session, lhs: JobInfo, rhs: JobInfo) -> int:
+    """The first non-zero answer of the enabled job-order plugins (0: they tie)."""
+    for tier in ssn.enabled_fns("job_order"):
+        for _, fn in tier:
+            j = fn(lhs, rhs)
+            if j != 0:
+                return j
+    return 0
 
 
 def victim_queue_compare(ssn: Session, lhs: QueueInfo, rhs: QueueInfo, preemptor_queue: QueueInfo) -> int:
@@ -268,13 +297,9 @@ def _reverse_task_order(ssn: Session, tasks: list[TaskInfo], index: VictimIndex 
         first_key = tasks[0].sched_key
         same = all(t.sched_key == first_key for t in tasks)
     if same:
-        tasks.sort(key=_fallback_key, reverse=True)
+        sort_tasks(tasks, reverse=True)
     else:
         tasks.sort(key=cmp_to_key(ssn.task_compare), reverse=True)
-
-
-def _fallback_key(task: TaskInfo) -> tuple[float, str]:
-    return (task.created, task.uid)
 
 
 def in_order_of(subset: list[TaskInfo], ordered: list[TaskInfo]) -> bool:
@@ -289,12 +314,14 @@ def _victim_order_cmp(ssn: Session, preemptor: TaskInfo, victims: list[TaskInfo]
 
     def cmp(lv: TaskInfo, rv: TaskInfo) -> int:
         """<0 when lv is evicted before rv."""
-        if lv.job_uid == rv.job_uid:
-            return -ssn.task_compare(lv, rv)
-        lj, rj = ssn.jobs[lv.job_uid], ssn.jobs[rv.job_uid]
-        if lj.queue != rj.queue:
-            return victim_queue_compare(ssn, ssn.queues[lj.queue], ssn.queues[rj.queue], pq)
-        return -ssn.job_compare(lj, rj)
+        if lv.job_uid != rv.job_uid:
+            lj, rj = ssn.jobs[lv.job_uid], ssn.jobs[rv.job_uid]
+            if lj.queue != rj.queue:
+                return victim_queue_compare(ssn, ssn.queues[lj.queue], ssn.queues[rj.queue], pq)
+            j = plugin_job_compare(ssn, lj, rj)
+            if j != 0:
+                return -j
+        return -ssn.task_compare(lv, rv)
 
     return sorted(victims, key=cmp_to_key(cmp))
 

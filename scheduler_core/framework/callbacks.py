@@ -36,6 +36,7 @@ from scheduler_core.framework.extension_points import (
     VoteFn,
 )
 from scheduler_core.framework.interface import EventHandler, ValidateResult
+from scheduler_core.framework.task_fallback import compare_task
 
 if TYPE_CHECKING:
     from scheduler_core.framework.signature import Signature
@@ -312,9 +313,8 @@ class CallbackRegistry:
 
     def task_compare(self, lhs: TaskInfo, rhs: TaskInfo) -> int:
         """<0 when lhs goes first. Rule: the first non-zero plugin answer wins; all zero:
-        earlier creation time, then uid."""
-        return (self._first_nonzero("task_order", lhs, rhs)
-                or _fallback(lhs.created, rhs.created, lhs.uid, rhs.uid))
+        Volcano's CompareTask (`task_fallback`: name index, creation time, uid)."""
+        return self._first_nonzero("task_order", lhs, rhs) or compare_task(lhs, rhs)
 
     def task_order_fn(self, lhs: TaskInfo, rhs: TaskInfo) -> bool:
         """True when task lhs goes before rhs."""

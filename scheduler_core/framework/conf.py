@@ -218,12 +218,8 @@ def _check_arguments(tiers: list[Tier], configurations: dict[str, dict[str, Any]
                     parse_level(opt.arguments)
                 except ValueError as exc:
                     problems.append(f"plugin capacity: {exc}")
-    topology = (configurations.get("preempt") or {}).get("enableTopologyAwarePreemption")
-    if topology is not None and not isinstance(topology, bool):
-        problems.append("configurations (preempt): enableTopologyAwarePreemption must be true or false")
-    elif topology:
-        problems.append("configurations (preempt): enableTopologyAwarePreemption: true is not supported "
-                        "(kube-style dry-run preemption is not implemented); remove it or set it to false")
+    # Action arguments are never refused: like Volcano, the actions ignore a value of the wrong
+    # type (keeping the default) and say so in the session's warnings.
 
 
 def parse_conf(source: str | dict[str, Any]) -> SchedulerConf:

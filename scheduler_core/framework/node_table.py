@@ -4,6 +4,13 @@ Rows are the nodes sorted by name, so "lowest row" means "name sorts first". Col
 `dims`: cpu, memory, then every scalar resource found on any node, sorted. Values are in stored
 units (milli-cpu, bytes, scalar milli-units). The session calls `update_row(node)` after each
 change of one node, so the arrays always mirror the NodeInfo objects.
+
+Pod slots are part of every fit test here (Volcano adds `pods: 1` to each request and compares
+it like a resource): a task needs one free slot. `idle_pods` = allocatable pods minus the tasks
+that occupy idle (Running, Binding, Bound, Allocated, Releasing); `future_pods` = idle slots plus
+Releasing tasks minus Pipelined ones, i.e. allocatable pods minus the tasks staying or coming.
+A node whose allocatable has no `pods` figure (`max_task_num` 0) is unlimited here (Volcano
+would treat it as zero slots): both columns hold +inf. Queue arithmetic never sees pods.
 """
 
 from __future__ import annotations
@@ -12,7 +19,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from scheduler_core.model import NodeInfo
+from scheduler_core.model import NodeInfo, TaskStatus
 from scheduler_core.resources import MIN_RESOURCE, Resource
 
 
@@ -51,6 +58,12 @@ class NodeTable:
         self.future = np.zeros((n, d), order="F")
         self.pod_count = np.zeros(n, dtype=np.int64)
         self.max_pods = np.zeros(n, dtype=np.int64)
+        # Free pod slots against idle and against future idle (+inf: no limit), and the
+        # Pipelined / Releasing task counts they are derived from.
+        self.idle_pods = np.full(n, np.inf)
+        self.future_pods = np.full(n, np.inf)
+        self.pipelined_pods = np.zeros(n, dtype=np.int64)
+        self.releasing_pods = np.zeros(n, dtype=np.int64)
         self.schedulable = np.ones(n, dtype=bool)
         # None for a full table; for a view, the rows of the full table it shows (view(rows)).
         self.rows: np.ndarray | None = None
@@ -114,6 +127,24 @@ class NodeTable:
         self._set(self.pipelined, i, node.pipelined)
         np.subtract(self.idle[i] + self.releasing[i], self.pipelined[i], out=self.future[i])
         self.pod_count[i] = len(node.tasks)
+        if self.max_pods[i] > 0:
+            pipelined = releasing = 0
+            for t in node.tasks.values():
+                st = t.status
+                if st is TaskStatus.PIPELINED:
+                    pipelined += 1
+                elif st is TaskStatus.RELEASING:
+                    releasing += 1
+            self.pipelined_pods[i] = pipelined
+            self.releasing_pods[i] = releasing
+            self._slots(i)
+
+    def _slots(self, i: int) -> None:
+        """Row i's free slots from its pod count and its Pipelined / Releasing counts."""
+        limit, pods = int(self.max_pods[i]), int(self.pod_count[i])
+        if limit > 0:
+            self.idle_pods[i] = limit - (pods - int(self.pipelined_pods[i]))
+            self.future_pods[i] = limit - (pods - int(self.releasing_pods[i]))
 
     def update_row(self, node: NodeInfo) -> None:
         """Copy one node's current accounting into its row."""
@@ -129,7 +160,10 @@ class NodeTable:
             self._set(self.idle, i, node.idle)
             self._set(self.used, i, node.used)
         np.subtract(self.idle[i] + self.releasing[i], self.pipelined[i], out=self.future[i])
+        if pipelined and self.max_pods[i] > 0:
+            self.pipelined_pods[i] += len(node.tasks) - int(self.pod_count[i])
         self.pod_count[i] = len(node.tasks)
+        self._slots(i)
 
     def row_state(self, i: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
         """Copies of row i's (idle, used, future, pipelined, pod count): what `set_row_state` takes."""
@@ -146,6 +180,7 @@ class NodeTable:
         self.future[i] = future
         self.pipelined[i] = pipelined
         self.pod_count[i] = pods
+        self._slots(i)
 
     def set_cells(self, i: int, cols: list[int], idle: list[float], used: list[float], future: list[float],
                   pods: int) -> None:
@@ -157,6 +192,7 @@ class NodeTable:
             a_used[i, j] = used[c]
             a_future[i, j] = future[c]
         self.pod_count[i] = pods
+        self._slots(i)
 
     def future_idle(self) -> np.ndarray:
         """idle + releasing - pipelined for every row (kept current, do not modify)."""
@@ -193,15 +229,20 @@ class NodeTable:
         self._req_cache[key] = hit
         return hit
 
+    def slots(self, future: bool = False) -> np.ndarray:
+        """Free pod slots per row against idle or future idle (+inf: unlimited; do not modify)."""
+        return self.future_pods if future else self.idle_pods
+
     def fit_mask(self, resreq: Resource, future: bool = False) -> np.ndarray:
-        """Rows where `resreq.less_equal(idle or future_idle, Zero)` holds (tolerance 0.1)."""
+        """Rows where `resreq.less_equal(idle or future_idle, Zero)` holds (tolerance 0.1) and
+        a pod slot is free (see the module docstring)."""
         _, cols, threshold, missing = self._request(resreq)
         if missing:
             return np.zeros(len(self), dtype=bool)
         avail = self.future if future else self.idle
+        mask = (self.future_pods if future else self.idle_pods) >= 1
         # Column by column: arrays are Fortran-ordered, so each column is contiguous.
-        mask = avail[:, cols[0]] > threshold[cols[0]]
-        for j in cols[1:]:
+        for j in cols:
             mask &= avail[:, j] > threshold[j]
         return mask
 
@@ -209,6 +250,8 @@ class NodeTable:
         """fit_mask for a single row (cheap check after choosing a node)."""
         _, _, threshold, missing = self._request(resreq)
         if missing:
+            return False
+        if (self.future_pods if future else self.idle_pods)[row] < 1:
             return False
         avail = self.future[row] if future else self.idle[row]
         return bool((avail > threshold).all())
@@ -218,7 +261,8 @@ class NodeTable:
         """("Insufficient <dim>", rows) for rows in `mask` that do not fit.
 
         Each failing row is reported once, under its first insufficient dimension in `dims`
-        order (cpu, memory, then scalars sorted), like Volcano's WrapInsufficientResourceReason.
+        order (cpu, memory, then scalars sorted, then pods: "Insufficient pods" for a row
+        without a free slot), like Volcano's WrapInsufficientResourceReason.
         """
         vec, cols, _, missing = self._request(resreq)
         rows = self.all_rows() if mask is None else mask.copy()
@@ -231,6 +275,10 @@ class NodeTable:
                 rows &= ~bad
         if missing and rows.any():
             out.append((f"Insufficient {missing[0]}", rows))
+            return out
+        bad = rows & ((self.future_pods if future else self.idle_pods) < 1)
+        if bad.any():
+            out.append(("Insufficient pods", bad))
         return out
 
     def insufficient(self, resreq: Resource, mask: np.ndarray | None = None,
@@ -241,7 +289,8 @@ class NodeTable:
 
 # The row-aligned arrays a view selects from the full table when first read.
 _VIEW_ARRAYS = frozenset({"allocatable", "idle", "used", "releasing", "pipelined", "future", "pod_count",
-                          "max_pods", "schedulable"})
+                          "max_pods", "schedulable", "idle_pods", "future_pods", "pipelined_pods",
+                          "releasing_pods"})
 
 
 class _RowView(NodeTable):

@@ -146,18 +146,19 @@ def test_a_run_stops_where_another_node_scores_higher_or_ties_first(spy, monkeyp
 
 
 def test_a_run_stops_where_the_queue_stops_being_allocatable(spy, monkeypatch):
-    # (d) capacity: q1 may hold 3500m cpu. Four 1-cpu tasks, then two of 500m (another class): the
-    # run after a-0 holds two (3 cpu), a-3 is refused, b-0 fits (3.5), b-1 is refused.
+    # (d) capacity: q1 may hold 3500m cpu. Four 1-cpu tasks, then two of 500m (another class,
+    # after them by name index): the run after a-0 holds two (3 cpu), a-3 is refused, b-4 fits
+    # (3.5), b-5 is refused.
     def build():
         tasks = [task(f"a-{i}", cpu="1", created=0.0) for i in range(4)]
-        tasks += [task(f"b-{i}", cpu="500m", created=1.0) for i in range(2)]
+        tasks += [task(f"b-{i}", cpu="500m", created=1.0) for i in (4, 5)]
         return snapshot(nodes=[node("n1", cpu="8", memory="16Gi")],
                         queues=[queue("q1", capability={"cpu": "3500m"})],
                         jobs=[job("w", min_available=4, tasks=tasks)])
 
     cfg = conf("allocate", [["priority", "gang"], ["drf", "predicates", "capacity", BINPACK]])
     result = check(build, cfg, monkeypatch)
-    assert result.binds == {"ns/a-0": "n1", "ns/a-1": "n1", "ns/a-2": "n1", "ns/b-0": "n1"}
+    assert result.binds == {"ns/a-0": "n1", "ns/a-1": "n1", "ns/a-2": "n1", "ns/b-4": "n1"}
     assert spy["lengths"] == [("a-1", 0, 3, 2)]
     assert spy["runs"] == [("a-1", "n1", 2, 2)]
     assert result.queues["q1"].allocated.milli_cpu == 3500
