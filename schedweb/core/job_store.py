@@ -31,6 +31,7 @@ from schedweb.core.models import (
     SchedulerConfig,
     Task,
 )
+from schedweb.core.queue_locks import lock_queues
 from schedweb.core.validation import fail
 
 
@@ -341,12 +342,19 @@ def insert_drafts(drafts: list[JobDraft]) -> list[tuple[Job, list[dict[str, Any]
     rows (the checked dicts plus `id`, `created`, `updated`): nothing is read back, and no Task
     object is made (task_objects() makes them for the few a response shows).
 
-    PostgreSQL: one statement for any number of jobs (in autocommit, its own transaction). A
-    taken name or idempotency key raises IntegrityError (the caller's race handling).
+    PostgreSQL: one insert statement for any number of jobs, after lock_queues, in one
+    transaction (a savepoint of the caller's). A taken name or idempotency key raises
+    IntegrityError (the caller's race handling); a queue deleted or split meanwhile QueueChanged.
     """
-    jobs = build_jobs(drafts)
-    if not jobs:
+    if not drafts:
         return []
+    with transaction.atomic(savepoint=False):
+        lock_queues(drafts)
+        return _insert(drafts)
+
+
+def _insert(drafts: list[JobDraft]) -> list[tuple[Job, list[dict[str, Any]]]]:
+    jobs = build_jobs(drafts)
     now = jobs[0].created
     rows = [[{**t, "created": now, "updated": now} for t in d.tasks] for d in drafts]
     if connection.vendor != "postgresql":
