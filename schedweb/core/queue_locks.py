@@ -56,11 +56,11 @@ def lock_chains(ids: Iterable[int | None]) -> set[int]:
 
 class QueueChanged(ValidationError):
     """A queue the drafts go into was deleted, or got child queues, after the submission read it
-    (a concurrent write won): the API answers 409 `conflict`. `queue_ids` names them."""
+    (a concurrent write won): the API answers 409 `conflict`. `by_queue`: {queue id: message}."""
 
-    def __init__(self, message: str, queue_ids: set[int]) -> None:
-        super().__init__({"queue": [message]})
-        self.queue_ids = queue_ids
+    def __init__(self, by_queue: dict[int, str]) -> None:
+        super().__init__({"queue": [by_queue[min(by_queue)]]})
+        self.by_queue = by_queue
 
 
 def lock_queues(drafts: list[JobDraft]) -> None:
@@ -76,15 +76,13 @@ def lock_queues(drafts: list[JobDraft]) -> None:
     # SQLite has no row locks: its writers take the database lock at BEGIN (IMMEDIATE).
     found = (_share_locked(ids) if connection.vendor == "postgresql"
              else set(Queue.objects.filter(pk__in=ids).values_list("pk", flat=True)))
-    gone = [i for i in ids if i not in found]
-    if gone:
-        raise QueueChanged(f"Queue {queues[gone[0]]!r} was deleted while this job was being submitted.",
-                           set(gone))
-    parents = set(Queue.objects.filter(parent_id__in=ids).values_list("parent_id", flat=True))
-    if parents:
-        first = min(parents)
-        raise QueueChanged(f"Queue {queues[first]!r} got child queues while this job was being submitted; "
-                           "jobs go into leaf queues only.", parents)
+    changed = {i: f"Queue {queues[i]!r} was deleted while this job was being submitted."
+               for i in ids if i not in found}
+    for i in set(Queue.objects.filter(parent_id__in=ids).values_list("parent_id", flat=True)):
+        changed[i] = (f"Queue {queues[i]!r} got child queues while this job was being submitted; jobs "
+                      "go into leaf queues only.")
+    if changed:
+        raise QueueChanged(changed)
 
 
 def _share_locked(ids: list[int]) -> set[int]:
