@@ -169,3 +169,21 @@ def test_the_preview_says_who_would_lose_what(clients):
     assert body["warnings"] == []
     refused = clients["lead"].post("/api/v1/queues/nlp/preview/", {"weight": 9}, format="json").json()
     assert (refused["valid"], list(refused["violations"])) == (False, ["weight"])
+
+
+def test_the_edit_form_shows_the_refusal_on_its_field(clients):
+    from django.test import Client
+
+    client = Client()
+    client.force_login(get_user_model().objects.get(username="lead"))
+    nlp = Queue.objects.get(name="nlp")
+    data = {"weight": "3", "priority": "1", "reclaimable": "on", "capability": "",
+            "deserved": '{"cpu": "128", "memory": "1Ti", "nvidia.com/gpu": "24"}',
+            "guarantee": '{"cpu": "16", "memory": "64Gi"}', "version": str(nlp.version)}
+    response = client.post("/queues/nlp/edit/", data)
+    assert response.status_code == 400
+    html = response.content.decode()
+    assert ("Raising the weight of &#x27;nlp&#x27; (2 \u2192 3) takes from its siblings under "
+            "&#x27;research&#x27;: only admins of &#x27;research&#x27; (or staff) may.") in html
+    assert Queue.objects.get(name="nlp").weight == 2
+    assert client.post("/queues/nlp/edit/", {**data, "weight": "1"}).status_code == 302
