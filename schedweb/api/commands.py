@@ -22,6 +22,7 @@ from schedweb.core.access import QueueAccess
 from schedweb.core.job_store import QueueRef, insert_drafts, load_context, resolve
 from schedweb.core.job_submission import JobDraft, JobExists, draft_job
 from schedweb.core.models import ROOT_QUEUE_NAME, Job, PriorityClass, Queue
+from schedweb.core.queue_locks import QueueChanged
 from schedweb.core.validation import check_text
 
 
@@ -71,8 +72,11 @@ def queue_create(*, access: QueueAccess, data: dict[str, Any]) -> Queue:
     )
 
 
-def queue_update(*, access: QueueAccess, queue: Queue, data: dict[str, Any]) -> Queue:
-    """Change a queue (only the given keys); moving it also needs admin rights on the new parent."""
+def queue_update(*, access: QueueAccess, queue: Queue, data: dict[str, Any],
+                 expected_version: int | None = None) -> Queue:
+    """Change a queue (only the given keys); moving it also needs admin rights on the new parent,
+    and what it takes from its siblings the parent's (schedweb.core.queue_share).
+    `expected_version`: the If-Match version (StaleVersion when the queue has moved on)."""
     if not access.can_admin(queue.id):
         raise PermissionDenied(f"Only admins of queue {queue.name} or its ancestors may change it.")
     changes = {k: v for k, v in data.items() if k not in ("admins", "submitters", "state")}
@@ -84,9 +88,12 @@ def queue_update(*, access: QueueAccess, queue: Queue, data: dict[str, Any]) -> 
         changes["parent"] = parent
     changes.update(_acl_kwargs(data))
     if changes:
-        queue = services.queue_update(queue=queue, actor=access.user, **changes)
+        queue = services.queue_update(queue=queue, actor=access.user, access=access,
+                                      expected_version=expected_version, **changes)
+        expected_version = queue.version if expected_version is not None else None
     if data.get("state") and data["state"] != queue.state:
-        queue = services.queue_set_state(queue=queue, state=data["state"], actor=access.user)
+        queue = services.queue_set_state(queue=queue, state=data["state"], actor=access.user,
+                                         expected_version=expected_version)
     return queue
 
 
@@ -241,6 +248,14 @@ def _insert(access: QueueAccess, items: list[SubmitItem], drafts: list[JobDraft]
             with _savepoint():
                 built = insert_drafts([drafts[i] for i in todo])
             break
+        except QueueChanged as exc:  # a queue deleted or split since the read: its items are 409s
+            for i in todo:
+                pk = drafts[i].queue_obj.pk if drafts[i].queue_obj is not None else None
+                if pk in exc.by_queue:
+                    outcomes[i].error = QueueChanged({pk: exc.by_queue[pk]})
+            if atomic or attempt == 2:
+                return
+            todo = [i for i in todo if outcomes[i].error is None]
         except IntegrityError as exc:
             if attempt == 2 or not _recheck(access, items, drafts, todo, outcomes):
                 raise exc from None

@@ -15,6 +15,10 @@ from rest_framework.views import APIView
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from schedweb.core.job_submission import JobExists
+from schedweb.core.queue_locks import QueueChanged
+
+# Service errors that mean "collides with what exists now": 409 `conflict`, not 400.
+CONFLICTS = (JobExists, QueueChanged)
 
 NON_FIELD = "non_field_errors"
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -103,7 +107,7 @@ def _message(fields: dict[str, list[str]], default: str) -> str:
 
 def api_exception_handler(exc: Exception, context: dict) -> Response | None:
     """DRF EXCEPTION_HANDLER: service, Django and DRF errors all become the one envelope."""
-    if isinstance(exc, JobExists):
+    if isinstance(exc, CONFLICTS):
         exc = Conflict(django_validation_error_fields(exc))
     elif isinstance(exc, DjangoValidationError):
         exc = exceptions.ValidationError(django_validation_error_fields(exc))
@@ -139,7 +143,7 @@ def api_error_body(exc: exceptions.APIException) -> dict:
 
 def as_api_exception(exc: Exception) -> exceptions.APIException:
     """A service, Django or DRF error as the API exception the handler would answer with."""
-    if isinstance(exc, JobExists):
+    if isinstance(exc, CONFLICTS):
         return Conflict(django_validation_error_fields(exc))
     if isinstance(exc, DjangoValidationError):
         return exceptions.ValidationError(django_validation_error_fields(exc))

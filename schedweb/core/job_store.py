@@ -31,6 +31,7 @@ from schedweb.core.models import (
     SchedulerConfig,
     Task,
 )
+from schedweb.core.queue_locks import lock_queues, raise_if_split
 from schedweb.core.validation import fail
 
 
@@ -299,7 +300,11 @@ def _insert_sql() -> str:
     task_args = ", ".join(f"%s::{cast(f, json_as_text=True)}" for f in TASK_FIELDS)
     alias = ", ".join(f"c{i}" for i in range(len(TASK_FIELDS)))
     job_t, task_t = qn(Job._meta.db_table), qn(Task._meta.db_table)
+    # The leaf guard (schedweb.core.queue_locks.lock_queues): no job goes into a queue that has
+    # children by now; this statement reads after the queues' lock was granted.
+    queue_t = qn(Queue._meta.db_table)
     return (f"WITH j AS (INSERT INTO {job_t} ({job_cols}) SELECT * FROM unnest({job_args}) "
+            f"WHERE NOT EXISTS (SELECT 1 FROM {queue_t} k WHERE k.parent_id = ANY(%s::bigint[])) "
             f"RETURNING id, namespace, name), "
             f"t AS (INSERT INTO {task_t} (job_id, {', '.join(task_cols)}) SELECT j.id, {alias} "
             f"FROM unnest(%s::text[], %s::text[], {task_args}) WITH ORDINALITY AS u(_ns, _jn, {alias}, _ord) "
@@ -341,12 +346,20 @@ def insert_drafts(drafts: list[JobDraft]) -> list[tuple[Job, list[dict[str, Any]
     rows (the checked dicts plus `id`, `created`, `updated`): nothing is read back, and no Task
     object is made (task_objects() makes them for the few a response shows).
 
-    PostgreSQL: one statement for any number of jobs (in autocommit, its own transaction). A
-    taken name or idempotency key raises IntegrityError (the caller's race handling).
+    PostgreSQL: one insert statement for any number of jobs, after lock_queues, in one
+    transaction (a savepoint of the caller's). A taken name or idempotency key raises
+    IntegrityError (the caller's race handling); a queue deleted or split meanwhile QueueChanged.
     """
-    jobs = build_jobs(drafts)
-    if not jobs:
+    if not drafts:
         return []
+    with transaction.atomic(savepoint=False):
+        postgres = connection.vendor == "postgresql"
+        lock_queues(drafts, check_leaves=not postgres)  # PostgreSQL: the insert's own guard
+        return _insert(drafts)
+
+
+def _insert(drafts: list[JobDraft]) -> list[tuple[Job, list[dict[str, Any]]]]:
+    jobs = build_jobs(drafts)
     now = jobs[0].created
     rows = [[{**t, "created": now, "updated": now} for t in d.tasks] for d in drafts]
     if connection.vendor != "postgresql":
@@ -366,9 +379,13 @@ def insert_drafts(drafts: list[JobDraft]) -> list[tuple[Job, list[dict[str, Any]
     # the client-side cursor would quote value by value.
     wrap = connection.make_debug_cursor if connection.queries_logged else connection.make_cursor
     with wrap(psycopg.Cursor(connection.connection)) as cursor:
-        cursor.execute(_INSERT[0], [*job_cols, [j.namespace for j in owners], [j.name for j in owners],
-                                    *_task_values(flat, now)])
+        queue_ids = sorted({job.queue_id for job in jobs})
+        cursor.execute(_INSERT[0], [*job_cols, queue_ids, [j.namespace for j in owners],
+                                    [j.name for j in owners], *_task_values(flat, now)])
         returned = cursor.fetchall()
+    if not returned:  # every job has a task: the leaf guard refused them
+        raise_if_split(drafts)
+        raise RuntimeError("the job insert wrote nothing, yet every queue is a leaf")
     by_key = {(job.namespace, job.name): (job, {r["name"]: r for r in task_rows})
               for job, task_rows in zip(jobs, rows, strict=True)}
     for task_id, job_id, ns, name, task_name in returned:

@@ -63,6 +63,9 @@ class Queue(models.Model):
     deserved = models.JSONField(null=True, blank=True)
     guarantee = models.JSONField(null=True, blank=True)
     annotations = models.JSONField(default=dict, blank=True)
+    # Optimistic version: every write through the services adds 1 (the API's ETag, the edit
+    # form's hidden field): a write based on an older version is refused, never silently lost.
+    version = models.PositiveIntegerField(default=1)
     # ACLs (inherited down the tree by the API): admins manage, submitters submit jobs.
     admin_users = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="admin_of_queues")
     admin_groups = models.ManyToManyField(Group, blank=True, related_name="admin_of_queues")

@@ -1,5 +1,7 @@
 """The queue edit form: validation is the write service's (schedweb.core.services.queue_update),
-the same rules the API applies; its field errors show on the form."""
+the same rules the API applies (the sub-queue admin's share rule included); its field errors show
+on the form. A hidden `version` carries the queue's version the form was built from: saving a
+form older than the queue is refused with an error naming the conflict (no silent revert)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from django import forms
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 
 from schedweb.core import services
+from schedweb.core.access import QueueAccess
 from schedweb.core.forms import add_service_errors
 from schedweb.core.models import Queue
 from schedweb.core.quantities import to_quantities
@@ -41,13 +44,16 @@ class QueueEditForm(forms.Form):
     capability = ResourceMapField(required=False, help_text=RESOURCE_HELP)
     deserved = ResourceMapField(required=False, help_text=RESOURCE_HELP)
     guarantee = ResourceMapField(required=False, help_text=RESOURCE_HELP)
+    version = forms.IntegerField(required=False, min_value=1, widget=forms.HiddenInput)
 
     def __init__(self, *args: Any, queue: Queue, ignored: dict[str, str] | None = None,
-                 commit: bool = True, **kwargs: Any) -> None:
+                 commit: bool = True, access: QueueAccess | None = None, **kwargs: Any) -> None:
         self.queue = queue
         self.commit = commit
+        self.access = access
         kwargs.setdefault("initial", {
             "weight": queue.weight, "priority": queue.priority, "reclaimable": queue.reclaimable,
+            "version": queue.version,
             # Quantities as written ("16Gi", "500m"): saving an unchanged form stores the same map.
             **{f: to_quantities(getattr(queue, f)) for f in RESOURCE_FIELDS},
         })
@@ -65,18 +71,26 @@ class QueueEditForm(forms.Form):
         try:
             self.apply()
         except ValidationError as exc:
-            add_service_errors(self, exc)
+            self._service_errors(exc)
         return data
 
     def apply(self) -> Queue:
-        """The write the form stands for: queue_update with every field (cleaned data needed)."""
+        """The write the form stands for: queue_update with every field (cleaned data needed),
+        as the form's user, based on the version the form was built from."""
         data = self.cleaned_data
-        self.queue = services.queue_update(queue=self.queue, **{k: data.get(k) for k in self.fields})
+        self.queue = services.queue_update(
+            queue=self.queue, access=self.access, expected_version=data.get("version"),
+            **{k: data.get(k) for k in self.fields if k != "version"})
         return self.queue
+
+    def _service_errors(self, exc: ValidationError) -> None:
+        # A stale version is about the whole form: shown above it, not on the hidden field.
+        errors = {NON_FIELD_ERRORS if k == "version" else k: v for k, v in exc.message_dict.items()}
+        add_service_errors(self, ValidationError(errors))
 
     def add_violations(self, violations: dict[str, list[str]]) -> None:
         """Show a preview's `violations` ({field: [message]}, `non_field_errors` for the form) as
         the save would show the service's errors."""
         exc = ValidationError({NON_FIELD_ERRORS if k == "non_field_errors" else k: v
                                for k, v in violations.items()})
-        add_service_errors(self, exc)
+        self._service_errors(exc)

@@ -91,6 +91,18 @@ def _jobs(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def _loss(entry: dict[str, Any]) -> dict[str, Any]:
+    """One entry of the answer's `losses` in display units (None before: unlimited)."""
+    dim, figure = entry["dim"], entry["figure"]
+    label = dict(FIGURES).get(figure, figure)
+
+    def text(value: float | None) -> str:
+        return units.fmt(dim, math.inf if value is None else units.from_output(dim, value))
+
+    return {**entry, "label": label.lower(), "role_label": ROLES.get(entry["role"], entry["role"]),
+            "before": text(entry["before"]), "after": text(entry["after"])}
+
+
 def present_preview(answer: dict[str, Any]) -> dict[str, Any]:
     """The page's view of one preview answer: changed settings, the queues' figure rows (dims as
     columns, before → after), the jobs by kind, and the violations."""
@@ -108,4 +120,6 @@ def present_preview(answer: dict[str, Any]) -> dict[str, Any]:
                      "after": _setting(field, pair["after"])} for field, pair in answer["changes"].items()],
         "queues": [_queue_row(row, dims) for row in answer["queues"]],
         "job_groups": [group for group in jobs if group["jobs"]],
+        "losses": [_loss(e) for e in answer.get("losses", [])],
+        "warnings": list(answer.get("warnings", [])),
     }

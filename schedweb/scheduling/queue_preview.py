@@ -17,6 +17,12 @@ The answer (the API's `POST /api/v1/queues/{name}/preview/`):
   before, after}` where before / after are the session's figures (`deserved`,
   `real_capability`, `allocated`, `capability`, `guarantee` in API units, `weight`, `share`,
   `overused`), None when the queue plugin reports none for it (proportion: queues without jobs);
+- `losses`: who would lose what: every other queue whose deserved or real capability shrinks,
+  one entry per figure and dimension `{queue, role, figure, dim, before, after}` (API units;
+  None = unlimited), largest cut first;
+- `warnings`: what the change leaves in place that the hierarchy limits do not refuse: the
+  top-level queues' guarantees added up above the cluster's current size (the top level is the
+  cluster, whose size changes, so it is never refused: schedweb.core.queue_limits);
 - `jobs`: the decisions of the next cycle that differ, by task (a task bound either way is left
   out, whatever its node): `starting` (tasks bound only after the change, {task: node}),
   `not_starting` (bound only before, {task: node before}), `losing` (tasks evicted only after, a
@@ -41,6 +47,7 @@ from scheduler_core.result import QueueFigures, SessionResult
 from scheduler_core.scheduler import run_session_isolated
 from schedweb.audit.snapshots import diff, queue_snapshot
 from schedweb.core.models import Queue
+from schedweb.core.queue_limits import amount as stored_amount
 from schedweb.core.validation import resources_for_input
 from schedweb.scheduling.adapter import load_state, queues_of
 from schedweb.scheduling.cycle import active_conf, with_rescheduling_last_run
@@ -136,6 +143,52 @@ def _queue_rows(before: ClusterSnapshot, after: ClusterSnapshot, old: str, new: 
                                        else 0, r["name"]))
 
 
+def _dim_value(figure: str, dim: str, figs: dict[str, Any]) -> float:
+    """One dimension of a row's figure (API units); a missing one is unlimited for the real
+    capability and for cpu/memory (the answer drops unlimited dimensions), else none of it."""
+    value = (figs.get(figure) or {}).get(dim)
+    if value is None:
+        return math.inf if figure == "real_capability" or dim in ("cpu", "memory") else 0.0
+    return float(value)
+
+
+def losses(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Who would lose what (see the module docstring), from the answer's `queues` rows."""
+    out = []
+    for row in rows:
+        before, after = row["before"], row["after"]
+        if row["role"] == "queue" or before is None or after is None:
+            continue
+        for figure in ("deserved", "real_capability"):
+            dims = set(before.get(figure) or {}) | set(after.get(figure) or {}) | {"cpu", "memory"}
+            for dim in sorted(dims, key=lambda d: (d not in ("cpu", "memory"), d)):
+                b, a = _dim_value(figure, dim, before), _dim_value(figure, dim, after)
+                if a < b - 1e-9:
+                    out.append({"queue": row["name"], "role": row["role"], "figure": figure, "dim": dim,
+                                "before": None if math.isinf(b) else b, "after": a})
+    return sorted(out, key=lambda e: (-(math.inf if e["before"] is None else e["before"] - e["after"]),
+                                      e["queue"], e["figure"], e["dim"]))
+
+
+def top_level_warnings(snap: ClusterSnapshot) -> list[str]:
+    """The top-level guarantees summed above the cluster's allocatable, per dimension."""
+    total, promised = Resource.empty(), Resource.empty()
+    for node in snap.nodes.values():
+        total.add(node.allocatable)
+    for queue in snap.queues.values():
+        if queue.parent in (None, ROOT) and queue.name != ROOT and queue.guarantee is not None:
+            promised.add(queue.guarantee)
+    have, want = total.to_canonical(), promised.to_canonical()
+    out = []
+    for dim, amount in want.items():
+        if amount > have.get(dim, 0.0) + 0.1:
+            out.append(f"The top-level queues' guarantees add up to {dim} {stored_amount(dim, amount)}, "
+                       f"above the cluster's {stored_amount(dim, have.get(dim, 0.0))} now: each top-level "
+                       "queue gets its guarantee at most (nothing left to borrow) and not every "
+                       "guarantee can be met at once.")
+    return out
+
+
 def _job_changes(base: ClusterSnapshot, job_ids: dict[str, int], renamed: dict[str, str],
                  res_b: SessionResult, res_a: SessionResult) -> dict[str, list[dict[str, Any]]]:
     tasks = {t.uid: (job.uid, t.name) for job in base.jobs.values() for t in job.tasks.values()}
@@ -185,7 +238,7 @@ def preview_queue_change(queue: Queue, apply: Callable[[], Queue], *,
     conf, _ = with_rescheduling_last_run(conf, now.timestamp())
     out: dict[str, Any] = {"queue": queue.name, "valid": True, "violations": {}, "config_version": version,
                            "computed_at": now.astimezone(UTC).isoformat().replace("+00:00", "Z"),
-                           "changes": {}, "queues": [],
+                           "changes": {}, "queues": [], "losses": [], "warnings": [],
                            "jobs": {"starting": [], "not_starting": [], "losing": [], "not_losing": []}}
     with transaction.atomic():
         settings_before = queue_snapshot(queue)
@@ -213,5 +266,7 @@ def preview_queue_change(queue: Queue, apply: Callable[[], Queue], *,
     _, res_a = run_session_isolated(lambda: clone_snapshot(after), conf)
     _, res_b = run_session_isolated(lambda: clone_snapshot(base), conf)
     out["queues"] = _queue_rows(base, after, old, new, res_b, res_a)
+    out["losses"] = losses(out["queues"])
+    out["warnings"] = top_level_warnings(after)
     out["jobs"] = _job_changes(base, {uid: row.id for uid, row in state.jobs.items()}, renamed, res_b, res_a)
     return out

@@ -39,6 +39,9 @@ EXAMPLE = {
     "jobs": {"starting": [{"job": "ns/a", "id": 1, "queue": "a", "tasks": {"a-4": "n1", "a-5": "n2"}}],
              "not_starting": [{"job": "ns/b", "id": 2, "queue": "b", "tasks": {"b-3": "n0"}}],
              "losing": [], "not_losing": []},
+    "losses": [{"queue": "b", "role": "sibling", "figure": "deserved", "dim": "cpu", "before": 6,
+                "after": 4}],
+    "warnings": [],
 }
 
 
@@ -51,8 +54,10 @@ class QueuePreviewView(APIView):
             "`valid`, `violations` {field: [message]}, `changes` {field: {before, after}}, `queues` "
             "[{name, parent, role (ancestor, queue, sibling, other), changed, before, after}] with the "
             "session's figures (deserved, real_capability, allocated, capability, guarantee, weight, "
-            "share, overused), `jobs` {starting, not_starting, losing, not_losing}: [{job, id, queue, "
-            "tasks}]"), examples=[OpenApiExample("weight raised", value=EXAMPLE)])},
+            "share, overused), `losses` [{queue, role, figure, dim, before, after}] (other queues whose "
+            "deserved or real capability shrinks), `warnings`, `jobs` {starting, not_starting, losing, "
+            "not_losing}: [{job, id, queue, tasks}]"),
+            examples=[OpenApiExample("weight raised", value=EXAMPLE)])},
         operation_id="v1_queues_preview_create", summary="Preview a queue change (nothing is saved)",
     )
     def post(self, request, name: str):

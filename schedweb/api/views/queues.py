@@ -10,7 +10,7 @@ from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import PermissionDenied
+from rest_framework.exceptions import APIException, PermissionDenied
 from rest_framework.filters import OrderingFilter
 from rest_framework.response import Response
 
@@ -30,7 +30,43 @@ from schedweb.core import services
 from schedweb.core.access import ADMIN_GROUPS, ADMIN_USERS, SUBMITTER_GROUPS, SUBMITTER_USERS
 from schedweb.core.filtersets import QueueFilterSet
 from schedweb.core.models import Queue
+from schedweb.core.queue_services import StaleVersion
 from schedweb.scheduling.selectors import queue_tree
+
+
+class PreconditionFailed(APIException):
+    """412: the If-Match names a version of the queue that is not the current one."""
+
+    status_code = 412
+    default_code = "precondition_failed"
+    default_detail = "The queue has changed since that version (If-Match); read it again."
+
+
+def queue_etag(queue: Queue) -> str:
+    """The queue's ETag: its optimistic version (schedweb.core.models.Queue.version)."""
+    return f'"{queue.pk}-{queue.version}"'
+
+
+def expected_version(request, queue: Queue) -> int | None:
+    """The version an If-Match header asks for (None: no header, or `*`); a tag that is not one
+    of this queue's versions is a 412 at once. The service compares it again under its lock."""
+    header = request.headers.get("If-Match")
+    if header is None or header.strip() == "*":
+        return None
+    versions = []
+    for tag in header.split(","):
+        tag = tag.strip().removeprefix("W/").strip('"')
+        pk, _, version = tag.partition("-")
+        if pk == str(queue.pk) and version.isdigit():
+            versions.append(int(version))
+    if queue.version in versions:
+        return queue.version
+    raise PreconditionFailed(f"If-Match {header.strip()} does not name the current version of queue "
+                             f"{queue.name} (ETag {queue_etag(queue)}); read it again and retry.")
+
+
+def _precondition(exc: StaleVersion) -> PreconditionFailed:
+    return PreconditionFailed("; ".join(exc.messages))
 
 
 class QueueViewSet(viewsets.GenericViewSet):
@@ -52,7 +88,9 @@ class QueueViewSet(viewsets.GenericViewSet):
 
     def _respond(self, queue: Queue, code: int = status.HTTP_200_OK) -> Response:
         queue = self.get_queryset().get(pk=queue.pk)
-        return Response(QueueSerializer(queue, context=self.get_serializer_context()).data, status=code)
+        response = Response(QueueSerializer(queue, context=self.get_serializer_context()).data, status=code)
+        response["ETag"] = queue_etag(queue)
+        return response
 
     def list(self, request):
         """All queues, paginated, filterable by parent/state/search."""
@@ -61,8 +99,22 @@ class QueueViewSet(viewsets.GenericViewSet):
         return self.get_paginated_response(self.get_serializer(page, many=True).data)
 
     def retrieve(self, request, name: str):
-        """One queue."""
-        return Response(self.get_serializer(self.get_object()).data)
+        """One queue; its ETag is its version (send it back as If-Match to PUT/PATCH/DELETE only
+        that version: 412 when the queue has changed since)."""
+        queue = self.get_object()
+        response = Response(self.get_serializer(queue).data)
+        response["ETag"] = queue_etag(queue)
+        return response
+
+    def _update(self, request, partial: bool) -> Response:
+        data = validated(QueueWriteSerializer, request, partial=partial)
+        queue = self.get_object()
+        try:
+            queue = commands.queue_update(access=access(request), queue=queue, data=data,
+                                          expected_version=expected_version(request, queue))
+        except StaleVersion as exc:
+            raise _precondition(exc) from None
+        return self._respond(queue)
 
     @extend_schema(request=QueueWriteSerializer, responses={201: QueueSerializer})
     def create(self, request):
@@ -72,26 +124,28 @@ class QueueViewSet(viewsets.GenericViewSet):
 
     @extend_schema(request=QueueWriteSerializer, responses={200: QueueSerializer})
     def update(self, request, name: str):
-        """Replace a queue's settings (absent optional keys get their defaults)."""
-        data = validated(QueueWriteSerializer, request)
-        queue = commands.queue_update(access=access(request), queue=self.get_object(), data=data)
-        return self._respond(queue)
+        """Replace a queue's settings (absent optional keys get their defaults); If-Match: see
+        retrieve."""
+        return self._update(request, partial=False)
 
     @extend_schema(request=QueueWriteSerializer, responses={200: QueueSerializer})
     def partial_update(self, request, name: str):
-        """Change some of a queue's settings."""
-        data = validated(QueueWriteSerializer, request, partial=True)
-        queue = commands.queue_update(access=access(request), queue=self.get_object(), data=data)
-        return self._respond(queue)
+        """Change some of a queue's settings; If-Match: see retrieve."""
+        return self._update(request, partial=True)
 
     @extend_schema(responses={204: OpenApiResponse(description="Deleted")})
     def destroy(self, request, name: str):
-        """Delete a queue without jobs or children (admins of the parent, staff for top level)."""
+        """Delete a queue without jobs or children (admins of the parent, staff for top level);
+        If-Match: see retrieve."""
         queue = self.get_object()
         if not access(request).can_admin(queue.parent_id):
             raise PermissionDenied("Only admins of the parent queue (staff for top-level queues) may "
                                    "delete it.")
-        services.queue_delete(queue=queue, actor=request.user)
+        try:
+            services.queue_delete(queue=queue, actor=request.user,
+                                  expected_version=expected_version(request, queue))
+        except StaleVersion as exc:
+            raise _precondition(exc) from None
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     def _set_state(self, request, state: str) -> Response:

@@ -52,7 +52,7 @@ def _page_context(request: HttpRequest, figures: Figures, name: str,
     can_admin = access(request).can_admin(view.queue.id)
     ignored = active_ignored_fields(is_leaf=view.is_leaf)
     if can_admin and form is None:
-        form = QueueEditForm(queue=view.queue, ignored=ignored)
+        form = QueueEditForm(queue=view.queue, ignored=ignored, access=access(request))
     unfinished = Job.objects.filter(queue=view.queue).exclude(phase__in=TERMINAL_JOB_PHASES)
     jobs = unfinished.select_related("priority_class").order_by("created", "id")[:JOBS_SHOWN]
     waiting = list(pending_jobs(queue_ids=[view.queue.id]))
@@ -121,7 +121,8 @@ def queue_edit(request: HttpRequest, name: str) -> HttpResponse:
     """Save the edit form through queue_update; on errors show the page again with them."""
     queue = _admin_queue(request, name)
     queue_is_leaf = not Queue.objects.filter(parent=queue).exists()
-    form = QueueEditForm(request.POST, queue=queue, ignored=active_ignored_fields(is_leaf=queue_is_leaf))
+    form = QueueEditForm(request.POST, queue=queue, ignored=active_ignored_fields(is_leaf=queue_is_leaf),
+                         access=access(request))
     if form.is_valid():
         messages.success(request, f"Queue {name} saved; the next scheduling cycle uses the new settings.")
         return redirect("dashboard:queue", name=name)
@@ -139,7 +140,7 @@ def queue_preview(request: HttpRequest, name: str) -> HttpResponse:
     queue = _admin_queue(request, name)
     queue_is_leaf = not Queue.objects.filter(parent=queue).exists()
     form = QueueEditForm(request.POST, queue=queue, ignored=active_ignored_fields(is_leaf=queue_is_leaf),
-                         commit=False)
+                         commit=False, access=access(request))
     preview = None
     if form.is_valid():
         answer = preview_queue_change(queue, form.apply)

@@ -46,7 +46,9 @@ def test_permission_matrix(teams, client_for, role, action, team, expected):
     elif action == "submit":
         response = client.post("/api/v1/jobs/", job_body(leaf), format="json")
     elif action == "manage":
-        response = client.patch(f"/api/v1/queues/{top}/", {"weight": 3}, format="json")
+        # A capability: what the queue takes from its siblings (weight, deserved...) needs the
+        # parent's admin (test_queue_share), the root's (staff) for these top-level queues.
+        response = client.patch(f"/api/v1/queues/{top}/", {"capability": {"cpu": "64"}}, format="json")
     else:
         job = make_job(queues[leaf], "victim", user=users["staff"])
         response = client.post(f"/api/v1/jobs/{job.id}/cancel/")

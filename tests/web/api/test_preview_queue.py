@@ -172,7 +172,8 @@ def test_a_change_the_services_refuse_lists_the_violations_and_writes_nothing(ma
     assert response.status_code == 200
     assert {k: v for k, v in response.json().items() if k != "computed_at"} == {
         "queue": "x", "valid": False, "violations": violations, "config_version": None, "changes": {},
-        "queues": [], "jobs": {"starting": [], "not_starting": [], "losing": [], "not_losing": []}}
+        "queues": [], "losses": [], "warnings": [],
+        "jobs": {"starting": [], "not_starting": [], "losing": [], "not_losing": []}}
     assert _written() == before
 
 
