@@ -23,7 +23,7 @@ from __future__ import annotations
 import weakref
 from typing import TYPE_CHECKING, Any
 
-from scheduler_core.model import QueueState, TaskStatus
+from scheduler_core.model import QueueState
 from scheduler_core.resources import Resource
 
 if TYPE_CHECKING:
@@ -33,7 +33,6 @@ if TYPE_CHECKING:
 
 REFRESH_EVERY = 10  # sessions of one kept snapshot between full re-renderings
 enabled = True  # False: every job rendered on its own (the tests compare the two)
-_STATUSES = tuple(TaskStatus)
 _FIGURES = ("deserved", "allocated", "request", "inqueue", "elastic", "capability", "real_capability",
             "guarantee")
 
@@ -109,7 +108,8 @@ class ReasonMemo:
             kept = {k: v for k, v in details.items() if k not in RENDERED_KEYS} if details else {}
             recs.append((str(getattr(rec.get("code"), "value", rec.get("code"))), message,
                          rec.get("plugin"), freeze(kept), freeze(ref)))
-        counts = tuple(job.count(s) for s in _STATUSES)
+        # Tasks per status (empty buckets are dropped by JobInfo): gang_message's histogram.
+        counts = tuple(sorted((s.value, len(b)) for s, b in job.task_status_index.items() if b))
         gang = None
         if needs_gang:
             from scheduler_core.reason_figures import gang_need
