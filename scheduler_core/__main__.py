@@ -1,7 +1,9 @@
-"""Command line: `python -m scheduler_core simulate FILE [--json | --check] [--forecast] [--scores [N]]`.
+"""Command line: `python -m scheduler_core simulate FILE [--json | --check] [--forecast]
+[--scores [N] | --no-scores]`.
 
 Runs one scheduling session on a scenario file (scenario-format.md); --json includes each tried
-task's per-node scores (`node_scores`), --scores prints them as tables. Exit codes: 0 success
+task's per-node scores (`node_scores`), --scores prints them as tables, --no-scores records none
+(bulk what-if runs: --json then has no node_scores, --check skips their expectations). Exit codes: 0 success
 (and, with --check, every expectation met), 1 some expectation not met (each printed),
 2 the file is invalid (`FILE:LINE: what is wrong`), 3 the scheduler itself failed.
 """
@@ -99,12 +101,12 @@ def timing_line(timing: dict[str, float]) -> str:
 
 
 def simulate(path: str, mode: str, stdout: TextIO, stderr: TextIO, with_forecast: bool = False,
-             scores: int = 0) -> int:
+             scores: int = 0, no_scores: bool = False) -> int:
     """Load, run and report one scenario; returns the exit code. `with_forecast` adds each waiting
     job's estimated start (scheduler_core.forecast; also when --check expects a forecast).
     `scores` > 0: the summary adds each tried task's top `scores` nodes with their per-plugin
     scores (scheduler_core.node_scores); --json always records the top 10, --check when the
-    expect: block has node_scores."""
+    expect: block has node_scores; `no_scores` records none at all."""
     try:
         if path == "-":
             scenario = load_scenario(sys.stdin.read(), filename="<stdin>")
@@ -123,7 +125,7 @@ def simulate(path: str, mode: str, stdout: TextIO, stderr: TextIO, with_forecast
             from scheduler_core.forecast import forecast
 
             fc = forecast(scenario.snapshot, scenario.conf)  # on a copy: the session runs next
-        with recording_scores(_scores_to_record(mode, scenario, scores)):
+        with recording_scores(0 if no_scores else _scores_to_record(mode, scenario, scores)):
             result = run_scenario(scenario)
         out = result.to_json()
         if fc is not None:
@@ -192,9 +194,13 @@ def build_parser() -> argparse.ArgumentParser:
                       help="compare with the file's expect: block; exit 1 on any mismatch")
     sim.add_argument("--forecast", action="store_true",
                      help="also estimate when each waiting job starts (running jobs end as declared)")
-    sim.add_argument("--scores", nargs="?", type=_positive, const=DEFAULT_TOP, default=0, metavar="N",
-                     help="also print, per task tried, its best N nodes (default 10) with each "
-                          "node-order plugin's score (--json always includes node_scores)")
+    recording = sim.add_mutually_exclusive_group()
+    recording.add_argument("--scores", nargs="?", type=_positive, const=DEFAULT_TOP, default=0, metavar="N",
+                           help="also print, per task tried, its best N nodes (default 10) with each "
+                                "node-order plugin's score (--json always includes node_scores)")
+    recording.add_argument("--no-scores", action="store_true",
+                           help="record no node scores (bulk what-if runs: --json without node_scores, "
+                                "--check without their expectations)")
     return parser
 
 
@@ -203,7 +209,7 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None,
     """Entry point; returns the exit code (argparse errors exit 2 by themselves)."""
     args = build_parser().parse_args(argv)
     return simulate(args.file, args.mode or "summary", stdout or sys.stdout, stderr or sys.stderr,
-                    with_forecast=args.forecast, scores=args.scores)
+                    with_forecast=args.forecast, scores=args.scores, no_scores=args.no_scores)
 
 
 if __name__ == "__main__":

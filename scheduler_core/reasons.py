@@ -208,6 +208,28 @@ def job_reason(ssn: Session, job: JobInfo, unbound: list[str], close: Any = None
     if never is not None:
         never.details.update(_details(None, fit))  # node_failures of this session's tries
         return never
+    memo = getattr(close, "memo", None)
+    if memo is None:
+        return _tail_reason(close, job, unbound, by_code, fit, queue)
+    key = memo.key(job, queue, records, fit, len(unbound))
+    hit = memo.get(key)
+    if hit is not None:
+        return hit
+    return memo.put(key, job, _tail_reason(close, job, unbound, by_code, fit, queue))
+
+
+def _tail_reason(close: Any, job: JobInfo, unbound: list[str],
+                 by_code: dict[ReasonCode, list[dict[str, Any]]],
+                 fit: tuple[int, dict[str, int]] | None, queue: Any) -> Reason:
+    """job_reason after InvalidJob and NeverFits: a function of what ReasonMemo.key gathers."""
+
+    def first(code: ReasonCode) -> dict[str, Any] | None:
+        recs = by_code.get(code)
+        return recs[0] if recs else None
+
+    def pick(code: ReasonCode, message: str, rec: dict[str, Any] | None = None) -> Reason:
+        return Reason(code, message, _details(rec, fit))
+
     if ReasonCode.QueueClosed not in by_code and queue.state is not QueueState.OPEN:
         return pick(ReasonCode.QueueClosed, f"queue {queue.name} is {queue.state.value.lower()}")
     # preempt / reclaim pipelined tasks of this job after evicting victims: a quota refusal
@@ -254,14 +276,18 @@ def job_reason(ssn: Session, job: JobInfo, unbound: list[str], close: Any = None
 
 
 class CloseState:
-    """What build_reasons computes once per session: the close figures and the NeverFits index."""
+    """What build_reasons computes once per session: the close figures, the NeverFits index and
+    the renderings shared by jobs with the same inputs (`memo`, reason_memo; None = every job
+    rendered on its own)."""
 
-    def __init__(self, ssn: Session) -> None:
+    def __init__(self, ssn: Session, memo: bool = False) -> None:
         from scheduler_core.never_fits import NeverFitsIndex
         from scheduler_core.reason_figures import CloseFigures
+        from scheduler_core.reason_memo import ReasonMemo, kept_memo
 
         self.figures = CloseFigures(ssn)
         self.never_fits = NeverFitsIndex(ssn, self.figures)
+        self.memo = ReasonMemo(self.figures, kept_memo(ssn.snapshot)) if memo else None
 
 
 def build_reasons(ssn: Session) -> dict[str, Reason]:
@@ -271,10 +297,11 @@ def build_reasons(ssn: Session) -> dict[str, Reason]:
     its waiting tasks were taken out of the session. A job whose reason cannot be built is set
     aside here too, rather than failing every other job's answer.
     """
+    from scheduler_core import reason_memo
     from scheduler_core.framework.isolation import error_of
 
     out: dict[str, Reason] = {}
-    close = CloseState(ssn)
+    close = CloseState(ssn, memo=reason_memo.enabled)
     for uid in sorted(ssn.jobs):
         job = ssn.jobs[uid]
         if uid not in ssn.quarantined:
@@ -288,4 +315,6 @@ def build_reasons(ssn: Session) -> dict[str, Reason]:
                 ssn.quarantine(job, error_of(exc, "reasons"))
         error = ssn.quarantined[uid]
         out[uid] = Reason(ReasonCode.InvalidJob, error.reason_message(), {"error": error.to_json()})
+    if close.memo is not None:
+        reason_memo.keep(ssn.snapshot, close.memo)
     return out

@@ -65,6 +65,9 @@ class CapacityPlugin(Plugin):
         self.queue_opts: dict[str, QueueAttr] = {}
         self._opened: dict[str, Resource] = {}
         self._chains: dict[str, list[QueueAttr]] = {}
+        # Record details per (leaf, failed level, with inqueue), valid until a figure moves.
+        self._detail_memo: dict[tuple[str, str, bool], dict[str, Any]] = {}
+        self._pairs: dict[tuple[str, str], Any] = {}
         # Validated by parse_conf; a plugin built by hand with a bad value fails here alike.
         self.ancestor_level = capacity_reclaim.parse_level(self.arguments)
 
@@ -80,6 +83,8 @@ class CapacityPlugin(Plugin):
         self.tree = build_hierarchy(ssn) if hierarchy else build_flat(ssn)
         self.queue_opts = self.tree.attrs
         self._chains = {}
+        self._detail_memo = {}
+        self._pairs: dict[tuple[str, str], Any] = {}
         self._opened = {n: a.deserved.clone() for n, a in self.queue_opts.items()}
         for w in self.tree.warnings:
             ssn.result.warn(w)
@@ -106,20 +111,36 @@ class CapacityPlugin(Plugin):
         """Priority, then share at the right level of the tree."""
         if lhs.priority != rhs.priority:
             return -1 if lhs.priority > rhs.priority else 1
-        la, ra = self.queue_opts.get(lhs.name), self.queue_opts.get(rhs.name)
+        # The heaps compare the same pairs many times: which attrs decide a pair, and the answer
+        # on equal shares, are fixed for the session (tree and deserved do not move); only the
+        # shares are read each time.
+        pair = self._pairs.get((lhs.name, rhs.name))
+        if pair is None:
+            pair = self._pairs[(lhs.name, rhs.name)] = self._pair(lhs.name, rhs.name)
+        if pair.__class__ is int:
+            return pair
+        lp, rp, tie = pair
+        ls, rs = lp.share, rp.share
+        if ls == rs:
+            return tie
+        return -1 if ls < rs else 1
+
+    def _pair(self, lhs: str, rhs: str) -> int | tuple[QueueAttr, QueueAttr, int]:
+        """What decides queue_order between two queues of equal priority: a fixed answer, or the
+        two attrs whose shares are compared with the answer on equal shares."""
+        la, ra = self.queue_opts.get(lhs), self.queue_opts.get(rhs)
         if la is None or ra is None:
             return 0
-        if not self.hierarchy:
-            return compare_share_with_deserved(la, ra)
-        l_leaf, r_leaf = not la.children, not ra.children
-        if l_leaf != r_leaf:
-            return -1 if l_leaf else 1
-        if not l_leaf:
-            return compare_share_with_deserved(la, ra)
-        level = queue_level(la, ra)
-        lp = self.queue_opts[la.ancestors[level + 1]] if level + 1 < len(la.ancestors) else la
-        rp = self.queue_opts[ra.ancestors[level + 1]] if level + 1 < len(ra.ancestors) else ra
-        return compare_share_with_deserved(lp, rp)
+        if self.hierarchy:
+            l_leaf, r_leaf = not la.children, not ra.children
+            if l_leaf != r_leaf:
+                return -1 if l_leaf else 1
+            if l_leaf:
+                level = queue_level(la, ra)
+                la = self.queue_opts[la.ancestors[level + 1]] if level + 1 < len(la.ancestors) else la
+                ra = self.queue_opts[ra.ancestors[level + 1]] if level + 1 < len(ra.ancestors) else ra
+        l_has, r_has = not la.deserved.is_empty(), not ra.deserved.is_empty()
+        return la, ra, (0 if l_has == r_has else -1 if l_has else 1)
 
     def victim_queue_order(self, lhs: QueueInfo, rhs: QueueInfo, preemptor: QueueInfo) -> int:
         """Queues closer to the preemptor in the tree (deeper common ancestor) give first."""
@@ -167,6 +188,18 @@ class CapacityPlugin(Plugin):
         return chain
 
     def _details(self, chain: list[QueueAttr], failed: QueueAttr, with_inqueue: bool) -> dict[str, Any]:
+        """The record's chain details (a dict of its own; the chain list is shared, read-only).
+
+        Memoised until a figure moves (an enqueue, an allocate or deallocate event clears the
+        memo): a run of refused jobs of one queue quotes the same figures.
+        """
+        key = (chain[-1].name, failed.name, with_inqueue)
+        hit = self._detail_memo.get(key)
+        if hit is None:
+            hit = self._detail_memo[key] = self._chain_details(chain, failed, with_inqueue)
+        return dict(hit)
+
+    def _chain_details(self, chain: list[QueueAttr], failed: QueueAttr, with_inqueue: bool) -> dict[str, Any]:
         entries = []
         for a in chain:
             entry = chain_entry(a, a.real_capability)
@@ -254,6 +287,7 @@ class CapacityPlugin(Plugin):
         if attr is None:
             return
         reserved = job.deducted_min_resources()
+        self._detail_memo.clear()
         attr.inqueue.add(reserved)
         for anc in attr.ancestors:
             self.queue_opts[anc].inqueue.add(reserved)
@@ -275,6 +309,8 @@ class CapacityPlugin(Plugin):
         return [attr] if not attr.ancestors else [attr, *(opts[n] for n in attr.ancestors)]
 
     def _apply(self, opts: dict[str, QueueAttr], task: TaskInfo, sign: int) -> None:
+        if opts is self.queue_opts:
+            self._detail_memo.clear()
         for a in self._levels(opts, task):
             if sign > 0:
                 a.allocated.add(task.resreq)
@@ -289,6 +325,7 @@ class CapacityPlugin(Plugin):
     def on_allocate_run(self, events: list[Event]) -> None:
         """on_allocate for each event: requests added in order at every level, shares updated once."""
         touched: dict[str, QueueAttr] = {}
+        self._detail_memo.clear()
         for event in events:
             for a in self._levels(self.queue_opts, event.task):
                 a.allocated.add(event.task.resreq)

@@ -169,12 +169,18 @@ def build_hierarchy(ssn: Session) -> CapacityTree:
         parent = tree.attrs[attr.ancestors[-1]]
         parent.children.append(name)
     specs = {name: attr.deserved.clone() for name, attr in tree.attrs.items()}
+    holding: dict[str, QueueAttr] = {}
     for job in ssn.jobs.values():
         attr = tree.attrs.get(job.queue)
         if attr is None or attr.children or job.queue in tree.broken:
             continue  # job_valid explains these jobs; they count nowhere
-        parts = job_contribution(job)
-        add_contribution(attr, parts)
+        add_contribution(attr, job_contribution(job))
+        holding[job.queue] = attr
+    # Each leaf's sums once to every ancestor, not each job's: O(queues x depth), not O(jobs x
+    # depth). Stored quantities are whole numbers (milli-units, bytes), so the sums are exact
+    # in any order.
+    for attr in holding.values():
+        parts = (attr.allocated, attr.request, attr.inqueue, attr.elastic)
         for anc in attr.ancestors:
             add_contribution(tree.attrs[anc], parts)
     root = tree.attrs[ROOT]

@@ -2,6 +2,7 @@
 
     python -m schedweb.bench.db_bench [--sizes S,M] [--scenarios fill,steady] [--extra L:fill,L:steady]
     python -m schedweb.bench.db_bench --profile M:steady     # pyinstrument call tree of one cycle
+    python -m schedweb.bench.db_bench --sizes M --scenarios steady --extra L:steady --split
 
 Uses its own database (BENCH_DATABASE_URL, default schedweb_bench; created and migrated).
 Each case runs in a subprocess (own peak RSS): the generated cluster is COPY'd in, then
@@ -17,6 +18,12 @@ the load's own SQL statements re-run through raw psycopg (fetchall), and a raw C
 rows as the cycle wrote, printed as ratios (our load / raw read, our write / raw copy). Also
 a raw UPDATE of as many core_task rows (rolled back): what the database itself charges for the
 cycle's kind of write, next to the COPY into an unindexed, unlogged temp table.
+CPU p50/p99 is the cycle process's own CPU time (the database's is not in it): the figure other
+processes on a shared machine disturb least. `--split` runs each steady case a second time at a
+tenth of the churn and splits its CPU into what scales with the cluster (the cost of a cycle
+with nothing changed: the intercept of the line through the two cases' task rows read and CPU)
+and what scales with the change (the slope times the rows read): a cycle whose cost is the
+change is about 10x cheaper at a tenth of the churn.
 """
 
 from __future__ import annotations
@@ -38,6 +45,7 @@ from scheduler_core.bench.session_bench import pct, sample_profile, selected_cas
 from schedweb.bench.dbdata import bench_url, churn, ensure_database, load_spec, start_bound
 
 DEFAULT_CYCLES = {"fill": 3, "contention": 1, "steady": 30, "backlog": 10}
+CHURN = 0.01  # steady: share of the running tasks that finish (and as many arrive) per cycle
 
 
 def setup_django() -> str:
@@ -160,8 +168,9 @@ def raw_update_floor(conn: Any, rows: int) -> float:
     return best
 
 
-def run_case(size: str, scenario: str, seed: int = 1, cycles: int | None = None) -> dict[str, Any]:
-    """One case in this process (Django set up by the caller)."""
+def run_case(size: str, scenario: str, seed: int = 1, cycles: int | None = None,
+             rate: float = CHURN) -> dict[str, Any]:
+    """One case in this process (Django set up by the caller); `rate`: steady's churn per cycle."""
     import psycopg
 
     from schedweb.scheduling.cycle import cycle_run
@@ -173,7 +182,7 @@ def run_case(size: str, scenario: str, seed: int = 1, cycles: int | None = None)
 
     from schedweb.scheduling import incremental
 
-    runs, written, walls, applied = [], [], [], []
+    runs, written, walls, applied, cpus = [], [], [], [], []
     full_before = 0
     with psycopg.connect(bench_url()) as conn, WriteCounter() as counter:
         reset(conn, world.spec)
@@ -183,19 +192,20 @@ def run_case(size: str, scenario: str, seed: int = 1, cycles: int | None = None)
             elif not fresh and cycle > 0:
                 start_bound(conn)
                 if scenario == "steady":
-                    churn(conn, world)
+                    churn(conn, world, rate)
             counter.rows = 0
             if cycle == (0 if fresh else 1):
                 full_before = incremental.full_loads
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.process_time()
             run = cycle_run()
-            wall = time.perf_counter() - t
+            wall, cpu = time.perf_counter() - t, time.process_time() - c
             if run.errors or run.skipped:
                 raise RuntimeError(f"cycle failed: {run.errors or 'skipped'}")
             if fresh or cycle > 0:
                 runs.append(run)
                 written.append(counter.rows)
                 walls.append(wall)
+                cpus.append(cpu)
                 applied.append(incremental.stats().get("tasks", 0))
         incremental.forget()  # the floors' full load must not sit beside the kept snapshot (peak RSS)
         read_s, read_rows = raw_read_floor(conn)
@@ -214,12 +224,15 @@ def run_case(size: str, scenario: str, seed: int = 1, cycles: int | None = None)
     load, write = pct([r.load_seconds for r in runs], 50), pct([r.write_seconds for r in runs], 50)
     period = float(settings.SCHEDULE_PERIOD)
     return {
-        "size": size, "scenario": scenario, "cycles": len(runs), "tasks": tasks,
+        "size": size, "scenario": scenario, "cycles": len(runs), "tasks": tasks, "churn": rate,
         "load_ms_p50": ms("load_seconds", 50), "load_ms_p99": ms("load_seconds", 99),
         "schedule_ms_p50": ms("schedule_seconds", 50), "schedule_ms_p99": ms("schedule_seconds", 99),
         "write_ms_p50": ms("write_seconds", 50), "write_ms_p99": ms("write_seconds", 99),
         "cycle_ms_p50": round(pct(walls, 50) * 1e3, 1), "cycle_ms_p99": round(pct(walls, 99) * 1e3, 1),
         "recorded_ms_p50": ms("duration_seconds", 50),
+        # The cycle process's own CPU (the database's work is another process's): what other
+        # processes on a shared machine change least.
+        "cpu_ms_p50": round(pct(cpus, 50) * 1e3, 1), "cpu_ms_p99": round(pct(cpus, 99) * 1e3, 1),
         "p99_per_period": round(pct(walls, 99) / period, 3),
         "full_loads": incremental.full_loads - full_before,
         "task_rows_applied": round(sum(applied) / len(applied), 1),
@@ -259,11 +272,44 @@ COLUMNS = [("size", "size"), ("scenario", "scenario"), ("tasks", "tasks"), ("cyc
            ("placed/cycle", "placed_per_cycle"), ("load p50", "load_ms_p50"),
            ("schedule p50", "schedule_ms_p50"), ("write p50", "write_ms_p50"),
            ("cycle p50", "cycle_ms_p50"), ("cycle p99", "cycle_ms_p99"), ("p99/period", "p99_per_period"),
+           ("CPU p50", "cpu_ms_p50"), ("CPU p99", "cpu_ms_p99"),
            ("full loads", "full_loads"), ("task rows read", "task_rows_applied"),
            ("placements/s", "placements_per_s"), ("raw SELECT", "raw_select_ms"),
            ("raw COPY", "raw_copy_ms"), ("raw UPDATE", "raw_update_ms"),
            ("load/SELECT", "load_vs_select"), ("write/COPY", "write_vs_copy"),
            ("write/UPDATE", "write_vs_update"), ("peak RSS MB", "peak_rss_mb")]
+
+
+SPLIT_COLUMNS = [("size", "size"), ("churn", "churn"), ("task rows read", "rows"), ("CPU p50", "cpu"),
+                 ("churn/10: rows", "rows_quiet"), ("churn/10: CPU p50", "cpu_quiet"),
+                 ("with the cluster", "fixed_ms"), ("per 1k rows", "per_1k_rows_ms"),
+                 ("with the change", "change_ms"), ("change share", "change_share"),
+                 ("CPU ratio", "cpu_ratio")]
+
+
+def split(busy: dict[str, Any], quiet: dict[str, Any]) -> dict[str, Any]:
+    """How much of a steady cycle's CPU scales with the cluster and how much with the change:
+    the same case at two churn rates, a line through (task rows read, CPU p50) of each; the
+    intercept is what a cycle costs with nothing changed, the slope what each changed row adds."""
+    rows, rows_q = busy["task_rows_applied"], quiet["task_rows_applied"]
+    cpu, cpu_q = busy["cpu_ms_p50"], quiet["cpu_ms_p50"]
+    per_row = (cpu - cpu_q) / (rows - rows_q) if rows != rows_q else 0.0
+    fixed = cpu - per_row * rows
+    return {"size": busy["size"], "churn": busy["churn"], "rows": rows, "cpu": cpu, "rows_quiet": rows_q,
+            "cpu_quiet": cpu_q, "fixed_ms": round(fixed, 1), "per_1k_rows_ms": round(per_row * 1e3, 1),
+            "change_ms": round(per_row * rows, 1),
+            "change_share": round(per_row * rows / cpu, 2) if cpu else None,
+            "cpu_ratio": round(cpu / cpu_q, 2) if cpu_q else None}
+
+
+def _run_isolated(size: str, scenario: str, args: argparse.Namespace, rate: float) -> dict[str, Any] | None:
+    out = subprocess.run([sys.executable, "-m", "schedweb.bench.db_bench", "--case", f"{size}:{scenario}",
+                          "--seed", str(args.seed), "--cycles", str(args.cycles), "--churn", str(rate)],
+                         capture_output=True, text=True)
+    if out.returncode:
+        print(out.stderr[-3000:], file=sys.stderr)
+        return None
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -275,6 +321,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--cycles", type=int, default=0, help="override the cycles per case (0 = defaults)")
     p.add_argument("--json", default="var/bench")
+    p.add_argument("--churn", type=float, default=CHURN,
+                   help="steady: share of the running tasks replaced per cycle")
+    p.add_argument("--split", action="store_true",
+                   help="run each steady case again at a tenth of the churn: what scales with the change")
     p.add_argument("--case", help=argparse.SUPPRESS)
     p.add_argument("--profile", metavar="SIZE:SCENARIO", help="profile one cycle of the case instead")
     args = p.parse_args(argv)
@@ -285,19 +335,24 @@ def main(argv: list[str] | None = None) -> int:
     if args.case:
         setup_django()
         size, scenario = args.case.split(":")
-        print(json.dumps(run_case(size, scenario, args.seed, args.cycles or None)))
+        print(json.dumps(run_case(size, scenario, args.seed, args.cycles or None, args.churn)))
         return 0
-    rows = []
+    rows, splits = [], []
     for size, scenario in selected_cases(p, args.sizes, args.scenarios, args.extra):
-        out = subprocess.run([sys.executable, "-m", "schedweb.bench.db_bench", "--case", f"{size}:{scenario}",
-                              "--seed", str(args.seed), "--cycles", str(args.cycles)],
-                             capture_output=True, text=True)
-        if out.returncode:
-            print(out.stderr[-3000:], file=sys.stderr)
-            return out.returncode
-        rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
+        row = _run_isolated(size, scenario, args, args.churn)
+        if row is None:
+            return 1
+        rows.append(row)
         print(f"  done {size}:{scenario} cycle p99 {rows[-1]['cycle_ms_p99']} ms", file=sys.stderr)
+        if args.split and scenario == "steady":
+            quiet = _run_isolated(size, scenario, args, args.churn / 10)
+            if quiet is None:
+                return 1
+            splits.append(split(row, quiet))
     table = print_table("Full cycle on PostgreSQL (ms; floors: raw psycopg, same data)", COLUMNS, rows)
+    if splits:
+        table += print_table("Steady cycle CPU: with the cluster (nothing changed) and with the change "
+                             "(ms; the same case at a tenth of the churn)", SPLIT_COLUMNS, splits)
     table += check_targets("db", rows)
     if args.json:
         print(f"JSON: {write_json(Path(args.json), 'db', {'machine': machine(), 'cases': rows}, table)}")

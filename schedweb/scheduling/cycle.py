@@ -13,6 +13,7 @@ import json
 import logging
 import os
 import time
+import weakref
 from contextlib import ExitStack
 from datetime import datetime, timedelta
 
@@ -174,6 +175,8 @@ def _run_locked(started: datetime, t0: float) -> CycleRun:
 
 
 _reported: dict[str, str] = {}  # job uid -> the error last logged for it (this process)
+# Reason object -> (code, message, details, normalised details or None, their JSON text or None).
+_reason_json: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def report_job_errors(result: SessionResult) -> None:
@@ -273,14 +276,24 @@ def _job_changes(state: LoadedState, result: SessionResult, now: datetime,
         if reason is None:
             code, message, details = "", "", {}
         else:
-            data = reason.to_json() if hasattr(reason, "to_json") else dict(reason)
-            code, message = str(data["code"]), data["message"]
-            details = data.get("details") or {}
-            # Equal as given: nothing to normalise (the row's value is already what JSON gives back).
-            if details == row.reason_details:
+            # One JSON text per Reason object: jobs of one shape share one (scheduler_core's
+            # reason_memo), and an unchanged job keeps last cycle's, whose normalised details
+            # are the very object its row holds (incremental.own_jobs): `is`, no comparison.
+            seen = _reason_json.get(reason) if hasattr(reason, "__weakref__") else None
+            if seen is None:
+                data = reason.to_json() if hasattr(reason, "to_json") else dict(reason)
+                raw = data.get("details") or {}
+                seen = (str(data["code"]), data["message"], raw, None, None)
+            code, message, details = seen[0], seen[1], seen[3] if seen[3] is not None else seen[2]
+            if details is row.reason_details or details == row.reason_details:
                 details = row.reason_details
+            elif seen[3] is not None:
+                text = seen[4]
             else:
                 details, text = normal_json(details)
+                seen = (code, message, seen[2], details, text)
+            if hasattr(reason, "__weakref__"):
+                _reason_json[reason] = seen
         if code == row.reason_code:
             if code:
                 same_code.append(row.id)

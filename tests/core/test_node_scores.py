@@ -254,6 +254,18 @@ def test_cli_json_has_node_scores() -> None:
         "action": "allocate", "chosen": "n1", "pipelined": False, "top": [N1, N3, N2], "chosen_scores": N1}}
 
 
+def test_cli_no_scores_records_none() -> None:
+    path = str(SCENARIOS / "scores-binpack-nodeorder.yaml")
+    code, out, _ = simulate(path, "--json", "--no-scores")
+    assert code == 0
+    data = json.loads(out)
+    assert "node_scores" not in data and data["binds"] == {"shop/w1": "n1"}
+    assert simulate(path, "--check", "--no-scores")[0] == 0  # its node_scores expectations skipped
+    with pytest.raises(SystemExit) as info:
+        cli.build_parser().parse_args(["simulate", path, "--scores", "--no-scores"])
+    assert info.value.code == 2
+
+
 def test_cli_scores_table() -> None:
     path = str(SCENARIOS / "scores-binpack-nodeorder.yaml")
     code, out, _ = simulate(path, "--scores", "2")
