@@ -26,6 +26,14 @@ into the row of the NodeTable for the question and putting the real ones back
 row's accounting from the NodeTable they are given. The dynamic predicates are asked once per
 run (with the run's last but one copy placed; a row they turn down stays down as it fills),
 then by bisection only when they refuse.
+
+The feasible-node search limit (`framework.node_search`): when the session's search is limited
+(more than K rows feasible), `best` keeps only the K feasible rows the rotating scan reaches
+(feasible = passes the predicates and the request fits the future idle, as Volcano's allocate
+predicate), moves the scan on, and chooses among those. Unverified rows inside the scan are
+verified first (their failing shifts where the scan stops). Classes with scores normalised over
+the scored rows (spreading classes) are scored over the kept rows only. A run then stays one
+task: the next task's scan starts past this one's, so it sees other rows.
 """
 
 from __future__ import annotations
@@ -39,6 +47,7 @@ from scheduler_core.reasons import FitErrors
 from scheduler_core.resources import MIN_RESOURCE
 
 if TYPE_CHECKING:
+    from scheduler_core.framework.node_search import FeasibleSearch
     from scheduler_core.framework.node_table import NodeTable
     from scheduler_core.framework.session import Session
     from scheduler_core.model import TaskInfo
@@ -116,7 +125,7 @@ class ClassState:
 
     __slots__ = ("ssn", "table", "task", "dynamic", "local", "ok", "counts", "idle_fit", "future_fit",
                  "scores", "best_idle", "best_future", "synced", "vec", "cols", "never", "unverified",
-                 "need", "runs", "run_verified")
+                 "need", "runs", "run_verified", "windowed")
 
     def __init__(self, ssn: Session, task: TaskInfo, dynamic: bool, log: ChangeLog | None = None) -> None:
         self.ssn = ssn
@@ -133,6 +142,8 @@ class ClassState:
         self.runs = False
         # Run length whose last state the dynamic predicates passed (see placed_run), else -1.
         self.run_verified = -1
+        # Whether the latest `best` chose inside a limited scan window (then no runs).
+        self.windowed = False
         self._request()
         self.refresh()
 
@@ -246,8 +257,50 @@ class ClassState:
         self.best_idle[idx] = np.where(cand & idle_fit, s, _NEG)
         self.best_future[idx] = np.where(cand & ~idle_fit, s, _NEG)
 
-    def best(self) -> tuple[int, bool] | None:
-        """(row, pipelined) of the best node, or None when no node fits."""
+    def best(self, search: FeasibleSearch | None = None) -> tuple[int, bool] | None:
+        """(row, pipelined) of the best node, or None when no node fits; under a limited
+        `search`, among the rows its scan keeps (the scan moves on)."""
+        self.windowed = False
+        if search is not None and search.limited:
+            return self._best_limited(search)
+        return self._best_all()
+
+    def _best_limited(self, search: FeasibleSearch) -> tuple[int, bool] | None:
+        while True:
+            got = search.window((self.best_idle > _NEG) | (self.best_future > _NEG))
+            if got is None:
+                search.advance(None)  # K or fewer feasible rows: the scan went all the way round
+                return self._best_all()
+            kept, stop = got
+            if self.unverified and self._any_unverified(kept, stop):
+                self._verify(stop)
+                continue
+            break
+        search.advance(stop)
+        self.windowed = True
+        idle = self.best_idle[kept] > _NEG
+        if self.local:
+            by_idle, by_future = self.best_idle[kept], self.best_future[kept]
+        else:  # scores normalised over the scored rows: score the kept rows alone
+            mask = np.zeros(len(self.table), dtype=bool)
+            mask[kept] = True
+            scores = self.ssn.node_scores(self.task, mask)[kept]
+            by_idle, by_future = np.where(idle, scores, _NEG), np.where(idle, _NEG, scores)
+        for arr, future in ((by_idle, False), (by_future, True)):
+            j = int(np.argmax(arr))
+            if arr[j] > _NEG:
+                return int(kept[j]), future
+        return None  # pragma: no cover (kept rows are feasible)
+
+    def _any_unverified(self, kept: np.ndarray, stop: int) -> bool:
+        """Whether an unverified row is among the scanned feasible rows (kept, or the stop)."""
+        if stop in self.unverified:
+            return True
+        rows = np.fromiter(self.unverified, dtype=np.intp, count=len(self.unverified))
+        at = np.searchsorted(kept, rows)
+        return bool(((at < len(kept)) & (kept[np.minimum(at, len(kept) - 1)] == rows)).any())
+
+    def _best_all(self) -> tuple[int, bool] | None:
         for arr, future in ((self.best_idle, False), (self.best_future, True)):
             while True:
                 r = int(np.argmax(arr))
@@ -262,8 +315,8 @@ class ClassState:
         """How many tasks of the class in a row go to row r, the row `best` just chose to allocate
         on (1 <= k <= limit; see the module docstring); `cap(k)` bounds it further (the queue)."""
         self.run_verified = -1
-        if limit <= 1 or not self.local or self.best_idle[r] == _NEG:
-            return 1  # spreading classes and pipelined placements go one by one
+        if limit <= 1 or not self.local or self.windowed or self.best_idle[r] == _NEG:
+            return 1  # spreading classes, pipelined and scan-limited placements go one by one
         ssn, table, task = self.ssn, self.table, self.task
         scores = self.best_idle
         own = scores[r]

@@ -8,6 +8,8 @@ to the name that sorts first. Best-effort tasks need no resources, so no fit che
 raises is undone and set aside; decisions are those of direct allocation.) A task
 no node accepts records its fit errors; identical tasks of the same job then fail alike and
 are skipped. The session binds the allocated tasks at close when their job is ready.
+The feasible-node search limit applies (`framework.node_search`): the predicate pass keeps the
+first K feasible nodes from the rotating index, and only those are scored.
 """
 
 from __future__ import annotations
@@ -43,9 +45,10 @@ class BackfillAction(Action):
                     if task.sched_key in failed:
                         continue
                     pred = ssn.predicate(task)
+                    feasible = ssn.node_search.take(pred.ok_mask)
                     if recorder is not None:
-                        recorder.record_mask(task, self.name, pred.ok_mask)
-                    row = ssn.best_node(task, pred.ok_mask)
+                        recorder.record_mask(task, self.name, feasible)
+                    row = ssn.best_node(task, feasible)
                     if row is None:
                         failed.add(task.sched_key)
                         ssn.record_fit_errors(job.uid, task.uid, FitErrors(len(names), pred.counts()))

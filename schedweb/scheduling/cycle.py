@@ -21,6 +21,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from scheduler_core.framework.conf import SchedulerConf, parse_conf
+from scheduler_core.framework.node_search import NodeScan
 from scheduler_core.model import ClusterSnapshot
 from scheduler_core.node_scores import recording_scores
 from scheduler_core.result import FIGURE_NAMES, SessionResult
@@ -39,6 +40,10 @@ logger = logging.getLogger(__name__)
 WRITE_SLEEP_ENV = "SCHEDWEB_CYCLE_WRITE_SLEEP"
 PRUNE_EVERY = 100  # cycles between deletions of history older than SCHEDULER_HISTORY_DAYS (default 1)
 _conf_cache: dict[tuple[int, str], SchedulerConf] = {}
+# The feasible-node search's rotating index (scheduler_core.framework.node_search): where the
+# next cycle's predicate pass starts. Kept by the process from cycle to cycle, as Volcano keeps it
+# in a process global (a new process starts at the first node); one process runs the cycles.
+NODE_SCAN = NodeScan()
 
 
 def active_conf() -> tuple[int | None, SchedulerConf]:
@@ -119,7 +124,7 @@ def _run_locked(started: datetime, t0: float) -> CycleRun:
         return loaded[-1].snapshot
 
     with ExitStack() as scoring:  # record_scores left at None: the ambient value build() sets
-        _, result = run_session_isolated(build, conf)
+        _, result = run_session_isolated(build, conf, node_scan=NODE_SCAN)
     state = loaded[-1]
     incremental.settle(state, result)  # what the session changed in memory only goes back
     t2 = time.perf_counter()
