@@ -27,7 +27,7 @@ from scheduler_core.node_scores import recording_scores
 from scheduler_core.result import FIGURE_NAMES, SessionResult
 from scheduler_core.scheduler import gc_paused, run_session_isolated
 from schedweb.core.models import TERMINAL_JOB_PHASES, SchedulerConfig, TaskStatus
-from schedweb.scheduling import incremental, placement_scores, writes
+from schedweb.scheduling import incremental, job_conditions, placement_scores, writes
 from schedweb.scheduling.adapter import LoadedState, figures_json
 from schedweb.scheduling.default_conf import schedweb_default_conf
 from schedweb.scheduling.models import CycleRun, QueueSample, TaskPlacementScores
@@ -98,6 +98,7 @@ def cycle_run(*, now: datetime | None = None) -> CycleRun:
     except Exception as exc:  # recorded, then the loop goes on: one bad cycle must not stop it
         logger.exception("scheduling cycle failed")
         incremental.forget()  # the kept snapshot holds the rolled-back session's changes
+        job_conditions.forget()  # and what it remembers as stored was rolled back
         return CycleRun.objects.create(started=started, errors=f"{type(exc).__name__}: {exc}",
                                        duration_seconds=time.perf_counter() - t0)
     finally:  # after the commit (the API prebuilds readers' bodies of the new data version)
@@ -138,6 +139,8 @@ def _run_locked(started: datetime, t0: float) -> CycleRun:
     if delay := float(os.environ.get(WRITE_SLEEP_ENV) or 0):
         time.sleep(delay)
     conflicts += _write_jobs(job_changes, code_changed, same_code, started)
+    # PodGroup conditions: only those that say something new (their own table, no job row).
+    job_conditions.write(job_conditions.changed(state, result))
     previous = (CycleRun.objects.filter(skipped=False).order_by("-id").values_list("id", flat=True).first())
     run = CycleRun.objects.create(
         started=started, config_version=version, load_seconds=t1 - t0, schedule_seconds=t2 - t1,
