@@ -189,16 +189,25 @@ COLUMNS = [("size", "size"), ("scenario", "scenario"), ("nodes", "nodes"), ("K",
 
 
 def limit_ratios(rows: list[dict[str, Any]], compared: list[tuple[str, str]]) -> str:
-    """One line per compared case: placements/s and session p50 with Volcano's search limit
-    against no limit (printed, and returned for the report file)."""
+    """One line per compared case: placements per second of session wall time and of session CPU
+    time (steadier on a shared machine) with Volcano's search limit against no limit (printed,
+    and returned for the report file)."""
     by_case = {(r["size"], r["scenario"]): r for r in rows}
+
+    def per_cpu_s(row: dict[str, Any]) -> float:
+        cpu = row["session_cpu_ms_p50"]
+        return row["placed_per_cycle"] / cpu * 1e3 if cpu else 0.0
+
     lines = []
     for size, scenario in compared:
         on, off = by_case[(size, scenario)], by_case[(size, scenario + NO_LIMIT)]
-        ratio = on["placements_per_s"] / off["placements_per_s"] if off["placements_per_s"] else 0.0
+        wall = on["placements_per_s"] / off["placements_per_s"] if off["placements_per_s"] else 0.0
+        cpu = per_cpu_s(on) / per_cpu_s(off) if per_cpu_s(off) else 0.0
         lines.append(f"- {size} {scenario}: K = {on['search_k']} of {on['nodes']} nodes: "
                      f"{on['placements_per_s']} placements/s vs {off['placements_per_s']} without the limit "
-                     f"({ratio:.2f}x); session p50 {on['session_ms_p50']} vs {off['session_ms_p50']} ms")
+                     f"({wall:.2f}x); per CPU second {per_cpu_s(on):.0f} vs {per_cpu_s(off):.0f} "
+                     f"({cpu:.2f}x); "
+                     f"session p50 {on['session_ms_p50']} vs {off['session_ms_p50']} ms")
     text = "\n".join(lines)
     if text:
         print("\nFeasible-node search limit (Volcano's defaults vs every node):\n" + text)
