@@ -27,13 +27,9 @@ row's accounting from the NodeTable they are given. The dynamic predicates are a
 run (with the run's last but one copy placed; a row they turn down stays down as it fills),
 then by bisection only when they refuse.
 
-The feasible-node search limit (`framework.node_search`): when the session's search is limited
-(more than K rows feasible), `best` keeps only the K feasible rows the rotating scan reaches
-(feasible = passes the predicates and the request fits the future idle, as Volcano's allocate
-predicate), moves the scan on, and chooses among those. Unverified rows inside the scan are
-verified first (their failing shifts where the scan stops). Classes with scores normalised over
-the scored rows (spreading classes) are scored over the kept rows only. A run then stays one
-task: the next task's scan starts past this one's, so it sees other rows.
+The feasible-node search limit (`framework.node_search`): when the session's search is limited,
+`best` chooses among the K feasible rows the rotating scan keeps (`_window.best_in_window`); a
+run then stays one task: the next task's scan starts past this one's, so it sees other rows.
 """
 
 from __future__ import annotations
@@ -43,6 +39,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from scheduler_core.actions._window import WindowView, best_in_window
 from scheduler_core.reasons import FitErrors
 from scheduler_core.resources import MIN_RESOURCE
 
@@ -125,7 +122,7 @@ class ClassState:
 
     __slots__ = ("ssn", "table", "task", "dynamic", "local", "ok", "counts", "idle_fit", "future_fit",
                  "scores", "best_idle", "best_future", "synced", "vec", "cols", "never", "unverified",
-                 "need", "runs", "run_verified", "windowed")
+                 "need", "runs", "run_verified", "windowed", "kept")
 
     def __init__(self, ssn: Session, task: TaskInfo, dynamic: bool, log: ChangeLog | None = None) -> None:
         self.ssn = ssn
@@ -142,8 +139,10 @@ class ClassState:
         self.runs = False
         # Run length whose last state the dynamic predicates passed (see placed_run), else -1.
         self.run_verified = -1
-        # Whether the latest `best` chose inside a limited scan window (then no runs).
+        # Whether the latest `best` chose inside a limited scan window (then no runs), and that
+        # window: (kept rows, their idle-fit scores, their future-only scores), else None.
         self.windowed = False
+        self.kept: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self._request()
         self.refresh()
 
@@ -260,53 +259,23 @@ class ClassState:
     def best(self, search: FeasibleSearch | None = None) -> tuple[int, bool] | None:
         """(row, pipelined) of the best node, or None when no node fits; under a limited
         `search`, among the rows its scan keeps (the scan moves on)."""
-        self.windowed = False
+        self.windowed, self.kept = False, None
         if search is not None and search.limited:
-            return self._best_limited(search)
-        return self._best_all()
+            return best_in_window(self, search)
+        return self.best_all()
 
-    def _best_limited(self, search: FeasibleSearch) -> tuple[int, bool] | None:
-        while True:
-            got = search.window((self.best_idle > _NEG) | (self.best_future > _NEG))
-            if got is None:
-                search.advance(None)  # K or fewer feasible rows: the scan went all the way round
-                return self._best_all()
-            kept, stop = got
-            if self.unverified and self._any_unverified(kept, stop):
-                self._verify(stop)
-                continue
-            break
-        search.advance(stop)
-        self.windowed = True
-        idle = self.best_idle[kept] > _NEG
-        if self.local:
-            by_idle, by_future = self.best_idle[kept], self.best_future[kept]
-        else:  # scores normalised over the scored rows: score the kept rows alone
-            mask = np.zeros(len(self.table), dtype=bool)
-            mask[kept] = True
-            scores = self.ssn.node_scores(self.task, mask)[kept]
-            by_idle, by_future = np.where(idle, scores, _NEG), np.where(idle, _NEG, scores)
-        for arr, future in ((by_idle, False), (by_future, True)):
-            j = int(np.argmax(arr))
-            if arr[j] > _NEG:
-                return int(kept[j]), future
-        return None  # pragma: no cover (kept rows are feasible)
+    def recorded(self) -> ClassState | WindowView:
+        """What score recording ranks: the state, or after a limited scan the rows it kept."""
+        return self if self.kept is None else WindowView(self)
 
-    def _any_unverified(self, kept: np.ndarray, stop: int) -> bool:
-        """Whether an unverified row is among the scanned feasible rows (kept, or the stop)."""
-        if stop in self.unverified:
-            return True
-        rows = np.fromiter(self.unverified, dtype=np.intp, count=len(self.unverified))
-        at = np.searchsorted(kept, rows)
-        return bool(((at < len(kept)) & (kept[np.minimum(at, len(kept) - 1)] == rows)).any())
-
-    def _best_all(self) -> tuple[int, bool] | None:
+    def best_all(self) -> tuple[int, bool] | None:
+        """`best` over every row (no scan limit)."""
         for arr, future in ((self.best_idle, False), (self.best_future, True)):
             while True:
                 r = int(np.argmax(arr))
                 if arr[r] == _NEG:
                     break
-                if r in self.unverified and not self._verify(r):
+                if r in self.unverified and not self.verify(r):
                     continue
                 return r, future
         return None
@@ -395,7 +364,7 @@ class ClassState:
             self.unverified.discard(r)
         self.run_verified = -1
 
-    def _verify(self, r: int) -> bool:
+    def verify(self, r: int) -> bool:
         """Ask the predicates again for every unverified row; True when row r still passes."""
         ok = self.ssn.predicate(self.task).ok_mask
         rows = np.fromiter(self.unverified, dtype=np.intp, count=len(self.unverified))
@@ -412,3 +381,4 @@ class ClassState:
             pred = self.ssn.predicate(self.task)
             self.ok, self.counts = pred.ok_mask.copy(), pred.counts()
         return fit_errors(self.ssn, self.task, self.ok, self.counts)
+

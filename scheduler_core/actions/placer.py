@@ -82,7 +82,7 @@ class Placer:
         self._asked = (task, state)
         choice = state.best(self._search)
         if self._recorder is not None:
-            self._recorder.record_class(task, state, choice, log, self._parts.setdefault(key, {}))
+            self._recorder.record_class(task, state.recorded(), choice, log, self._parts.setdefault(key, {}))
         if choice is None:
             self._failed[key] = (len(log.rows), state.errors())
         return choice
