@@ -99,11 +99,16 @@ class FeasibleSearch:
         stops it) when more than K rows are feasible, else None (the scan keeps all of them)."""
         if not self.limited:
             return None
+        k, start = self.k, self.scan.next_index % self.n
+        # Usually K+1 feasible rows lie within about 2K rows of the start: look there first.
+        near = np.flatnonzero(feasible[start:start + 2 * (k + 1)])
+        if len(near) > k:
+            return near[:k] + start, int(near[k]) + start
         rows = np.flatnonzero(feasible)
-        m, k = len(rows), self.k
+        m = len(rows)
         if m <= k:
             return None
-        i = int(np.searchsorted(rows, self.scan.next_index % self.n))
+        i = int(np.searchsorted(rows, start))
         if i + k <= m:
             kept = rows[i:i + k]
         else:  # wraps round: the rows before the start come first in row order
