@@ -85,6 +85,11 @@ def summary(scenario: Scenario, out: dict[str, Any], phases_before: dict[str, st
                           f"; real capability {format_resources(q.get('real_capability'))}")
     section("Queues", queue_rows)
     section("Reasons", reason_rows(out.get("reasons", {})))
+    if out.get("conditions"):
+        # Waiting jobs only: a Scheduled condition on every running job says nothing new.
+        section("Unschedulable conditions", [f"{job}: {c[-1]['reason']}: {c[-1]['message']}"
+                                             for job, c in out["conditions"].items()
+                                             if c and c[-1]["type"] == "Unschedulable"])
     section("Warnings", list(out.get("warnings", [])))
     lines.append("Timing: " + timing_line(out.get("timing", {})))
     return "\n".join(lines)

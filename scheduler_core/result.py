@@ -2,12 +2,13 @@
 
 `SessionResult.to_json()` is the `--json` output shape of scenario-format.md: resources in
 output units (cpu cores, memory bytes, scalars in their own units, never pods), shares
-rounded to 4 decimals.
+rounded to 4 decimals, `conditions` per job as PodGroup `status.conditions` lists.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -47,6 +48,57 @@ class QueueFigures:
         return out
 
 
+# PodGroup condition types and reasons (Volcano's scheduling API and gang plugin).
+UNSCHEDULABLE = "Unschedulable"
+SCHEDULED = "Scheduled"
+NOT_ENOUGH_RESOURCES = "NotEnoughResources"
+GANG_READY = "tasks in gang are ready to be scheduled"
+
+
+def rfc3339(seconds: float) -> str:
+    """Unix seconds as Kubernetes writes a time (`2026-01-01T00:00:00Z`, whole seconds)."""
+    return datetime.fromtimestamp(int(seconds), tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass(frozen=True)
+class PodGroupCondition:
+    """One PodGroup `status.conditions` entry, as Volcano's gang plugin sets it at session close.
+
+    `transition_time` is the session's clock (unix seconds); whoever stores conditions keeps the
+    stored time while type, status, reason and message stay the same (`same_as`).
+    """
+
+    type: str
+    reason: str
+    message: str
+    transition_time: float
+    status: str = "True"
+
+    def same_as(self, stored: dict[str, Any]) -> bool:
+        """Whether a stored condition (`to_json()` shape) says the same, its time aside."""
+        return all(stored.get(k) == v for k, v in
+                   (("type", self.type), ("status", self.status), ("reason", self.reason),
+                    ("message", self.message)))
+
+    def to_json(self) -> dict[str, Any]:
+        """Kubernetes' shape: type, status, reason, message, lastTransitionTime."""
+        return {"type": self.type, "status": self.status, "reason": self.reason, "message": self.message,
+                "lastTransitionTime": rfc3339(self.transition_time)}
+
+
+def merge_conditions(stored: list[dict[str, Any]] | None, new: PodGroupCondition) -> list[dict[str, Any]]:
+    """Volcano's UpdatePodGroupCondition: the condition of the new one's type replaced (added when
+    absent), the others kept; an unchanged condition keeps its stored transition time."""
+    out = [dict(c) for c in stored or () if isinstance(c, dict)]
+    for i, cond in enumerate(out):
+        if cond.get("type") == new.type:
+            if not new.same_as(cond):
+                out[i] = new.to_json()
+            return out
+    out.append(new.to_json())
+    return out
+
+
 @dataclass(eq=False)
 class SessionResult:
     """Everything a session decided; filled by the session, the actions and the queue plugins."""
@@ -67,6 +119,8 @@ class SessionResult:
     # -> the per-node scores of its last placement try (scheduler_core.node_scores.TaskScores:
     # action, chosen node, pipelined, top nodes best first, the chosen node's scores).
     node_scores: dict[str, TaskScores] | None = None
+    # job uid -> the PodGroup condition the gang plugin set at close (none for a job it skipped).
+    conditions: dict[str, PodGroupCondition] = field(default_factory=dict)
 
     def warn(self, message: str) -> None:
         """Add a warning once (plugins may be built more than once per process)."""
@@ -86,6 +140,7 @@ class SessionResult:
             "warnings": list(self.warnings),
             "job_errors": dict(sorted(self.job_errors.items())),
             "timing": dict(self.timing),
+            "conditions": {uid: [self.conditions[uid].to_json()] for uid in sorted(self.conditions)},
         }
         if self.node_scores is not None:
             out["node_scores"] = {uid: self.node_scores[uid].to_json() for uid in sorted(self.node_scores)}

@@ -9,6 +9,9 @@ app reuses the loader to import clusters. Rules and defaults beyond the format p
   is created at DEFAULT_EPOCH (2026-01-01T00:00:00Z); its tasks share the job's time.
 - Omitted `config:` means Volcano's default configuration (DEFAULT_CONF). `configurations:` may
   sit at the top level (as on the format page) or inside `config:`, not both.
+- `options:` (optional) sets the scheduler-level options for this scenario over the conf's
+  (the feasible-node search limit: `minimum_feasible_nodes`, `minimum_percentage_nodes_to_find`,
+  `percentage_nodes_to_find`; dashes accepted too); the conf may carry them as top-level keys.
 - Job defaults: namespace `default`, queue `default` (must exist), min_member 1, priority
   from `priority_class` (else 0). Task defaults: priority = explicit `priority`, else the task's
   `priority_class`, else the job's; preemption policy from the same class; `preemptable` from
@@ -26,6 +29,7 @@ app reuses the loader to import clusters. Rules and defaults beyond the format p
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import os
 import re
@@ -35,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from scheduler_core.framework.conf import DEFAULT_CONF, ConfError, SchedulerConf, parse_conf
+from scheduler_core.framework.node_search import parse_options
 from scheduler_core.model import (
     OCCUPYING_STATUSES,
     ClusterSnapshot,
@@ -49,7 +54,7 @@ from scheduler_core.yaml_lines import YamlLineError, load_yaml_lines
 
 __all__ = ["DEFAULT_EPOCH", "Scenario", "ScenarioError", "load_scenario", "run_scenario"]
 
-TOP_KEYS = ("config", "configurations", "now", "priority_classes", "namespaces", "nodes", "queues",
+TOP_KEYS = ("config", "configurations", "options", "now", "priority_classes", "namespaces", "nodes", "queues",
             "jobs", "expect")
 PREEMPTION_POLICIES = ("PreemptLowerPriority", "Never")
 
@@ -196,6 +201,9 @@ def _conf_problem_path(problem: str, config: dict[str, Any], cfg_path: tuple) ->
     m = re.match(r"configurations(?:\[(\d+)\])?", problem)
     if m:
         return ("configurations", int(m.group(1))) if m.group(1) else ("configurations",)
+    m = re.match(r"options: (\S+) must", problem)
+    if m:
+        return (*cfg_path, m.group(1))
     m = re.match(r"unknown key\(s\): (\S+?)(,|$)", problem)
     if m:
         return (*cfg_path, m.group(1))
@@ -203,6 +211,19 @@ def _conf_problem_path(problem: str, config: dict[str, Any], cfg_path: tuple) ->
 
 
 def _read_conf(ctx: Ctx, top: Obj) -> SchedulerConf:
+    conf = _read_conf_block(ctx, top)
+    raw = top.mapping("options")
+    if not raw:
+        return conf
+    problems: list[str] = []
+    for key, value in raw.items():
+        parse_options({key: value}, "options", problems)
+        if problems:
+            raise ctx.error(("options", key), problems[0].removeprefix("options: "))
+    return dataclasses.replace(conf, options=parse_options(raw, "options", problems, base=conf.options))
+
+
+def _read_conf_block(ctx: Ctx, top: Obj) -> SchedulerConf:
     raw = top.mapping("config")
     if raw is None:
         if top.has("configurations"):

@@ -10,6 +10,8 @@ the reason message (a list = all of them; `null` = no reason), `reason_code` exa
 `node_scores` (`{task: {chosen: node | null, top: [node, ...]}}`): the task's recorded choice
 and the first nodes of its top list, in order; compared when the result has `node_scores`
 (`simulate --check` records them when this block asks for them).
+`conditions` (`{job: Unschedulable | Scheduled | null}`): the type of the PodGroup condition the
+session set for the job (`null` = none set, e.g. the releasing exception).
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ from scheduler_core.scenario_fields import Ctx, Obj, parse_quantities
 REASON_CODES = tuple(code.value for code in ReasonCode)
 EXPECT_KEYS = ("binds", "bind_count", "evictions", "evict_count", "pipelined", "job_phase", "deserved",
                "real_capability", "allocated", "share", "reasons_contain", "reason_code", "forecast",
-               "node_scores")
+               "node_scores", "conditions")
+CONDITION_TYPES = ("Unschedulable", "Scheduled")
 FIGURE_KEYS = ("deserved", "real_capability", "allocated")
 TOLERANCE = {"cpu": 0.01, "memory": 1024.0}
 SCALAR_TOLERANCE = 0.01
@@ -50,6 +53,7 @@ class Expect:
     reason_code: dict[str, str | None] | None = None
     forecast: dict[str, dict[str, Any]] | None = None  # job -> {start_in_s, basis} (given keys only)
     node_scores: dict[str, dict[str, Any]] | None = None  # task -> {chosen, top} (node_scores.parse_expected)
+    conditions: dict[str, str | None] | None = None  # job -> condition type set this session
     lines: dict[tuple[str, str], int | None] = field(default_factory=dict)
 
 
@@ -127,6 +131,13 @@ def parse_expect(ctx: Ctx, value: Any, path: tuple, snapshot: ClusterSnapshot) -
                 raise ctx.error((*path, "reason_code", job),
                                 f"invalid reason code {code!r} (expected one of: {', '.join(REASON_CODES)})")
             exp.reason_code[job] = code
+    if o.has("conditions"):
+        exp.conditions = {}
+        for job, kind in entries("conditions", snapshot.jobs, "job"):
+            if kind is not None and kind not in CONDITION_TYPES:
+                raise ctx.error((*path, "conditions", job), f"invalid condition type {kind!r} "
+                                f"(expected one of: {', '.join(CONDITION_TYPES)})")
+            exp.conditions[job] = kind
     if o.has("forecast"):
         exp.forecast = {job: _forecast_entry(ctx, (*path, "forecast", job), v)
                         for job, v in entries("forecast", snapshot.jobs, "job")}
@@ -232,6 +243,12 @@ def check_expect(expect: Expect, result: dict[str, Any], filename: str) -> tuple
         got_code = (reasons.get(job) or {}).get("code")
         if got_code != code:
             report("reason_code", job, f"expected {code}, got {got_code}")
+    conditions = result.get("conditions", {})
+    for job, kind in (expect.conditions or {}).items():
+        count += 1
+        got_kind = (conditions.get(job) or [{}])[-1].get("type")
+        if got_kind != kind:
+            report("conditions", job, f"expected {kind or 'no condition'}, got {got_kind or 'no condition'}")
     forecasts = result.get("forecast")
     for job, want_fc in (expect.forecast or {}).items() if forecasts is not None else ():
         count += 1

@@ -9,6 +9,7 @@ from contextlib import contextmanager
 
 from scheduler_core.framework.conf import DEFAULT_CONF, SchedulerConf
 from scheduler_core.framework.isolation import JobError, SessionJobError, screen, set_aside
+from scheduler_core.framework.node_search import NodeScan
 from scheduler_core.framework.registry import action_builders, load_all
 from scheduler_core.framework.session import close_session, open_session
 from scheduler_core.model import ClusterSnapshot
@@ -17,7 +18,7 @@ from scheduler_core.result import SessionResult
 
 
 def run_session(snapshot: ClusterSnapshot, conf: SchedulerConf | None = None, *,
-                record_scores: bool | int | None = None) -> SessionResult:
+                record_scores: bool | int | None = None, node_scan: NodeScan | None = None) -> SessionResult:
     """Open a session, run the conf's actions in order, close it. Deterministic.
 
     The snapshot is changed in place (task statuses, node accounting): pass a fresh one.
@@ -27,6 +28,8 @@ def run_session(snapshot: ClusterSnapshot, conf: SchedulerConf | None = None, *,
     Jobs with malformed tasks are set aside first (framework.isolation.screen), and a job whose
     evaluation raises is set aside by the action's guard: both get InvalidJob, the rest goes on.
     An action named in the conf but not implemented is skipped with a warning.
+    `node_scan`: the feasible-node search's rotating index (framework.node_search), moved on in
+    place; keep it from cycle to cycle as Volcano does (None = a fresh one, at the first node).
     """
     conf = conf or DEFAULT_CONF
     load_all()
@@ -34,7 +37,7 @@ def run_session(snapshot: ClusterSnapshot, conf: SchedulerConf | None = None, *,
         started = time.perf_counter()
         screen(snapshot)
         screened = time.perf_counter() - started
-        ssn = open_session(snapshot, conf, record_scores=top_count(record_scores))
+        ssn = open_session(snapshot, conf, record_scores=top_count(record_scores), node_scan=node_scan)
         ssn.result.timing["screen_s"] = round(screened, 6)
         for name in conf.actions:
             builder = action_builders.get(name)
@@ -53,21 +56,25 @@ def run_session(snapshot: ClusterSnapshot, conf: SchedulerConf | None = None, *,
 
 def run_session_isolated(build: Callable[[], ClusterSnapshot], conf: SchedulerConf | None = None,
                          attempts: int = 4, *, record_scores: bool | int | None = None,
-                         ) -> tuple[ClusterSnapshot, SessionResult]:
+                         node_scan: NodeScan | None = None) -> tuple[ClusterSnapshot, SessionResult]:
     """run_session on `build()`; when a job's failure could not be undone inside the session
     (SessionJobError), run again on a fresh `build()` with that job set aside from the start.
 
     Returns the snapshot the result belongs to (the caller's writes need its identities).
     The last attempt's error propagates: something other than one job is wrong.
-    `record_scores` as for run_session.
+    `record_scores` and `node_scan` as for run_session (a retry starts from the index the
+    failed attempt started from).
     """
     aside: dict[str, JobError] = {}
+    start = node_scan.next_index if node_scan is not None else 0
     for attempt in range(attempts):
         snapshot = build()
         for uid, error in aside.items():
             set_aside(snapshot, uid, error)
+        if node_scan is not None:
+            node_scan.next_index = start
         try:
-            return snapshot, run_session(snapshot, conf, record_scores=record_scores)
+            return snapshot, run_session(snapshot, conf, record_scores=record_scores, node_scan=node_scan)
         except SessionJobError as exc:
             if attempt == attempts - 1 or exc.job_uid in aside:
                 raise

@@ -26,6 +26,10 @@ into the row of the NodeTable for the question and putting the real ones back
 row's accounting from the NodeTable they are given. The dynamic predicates are asked once per
 run (with the run's last but one copy placed; a row they turn down stays down as it fills),
 then by bisection only when they refuse.
+
+The feasible-node search limit (`framework.node_search`): when the session's search is limited,
+`best` chooses among the K feasible rows the rotating scan keeps (`_window.best_in_window`); a
+run then stays one task: the next task's scan starts past this one's, so it sees other rows.
 """
 
 from __future__ import annotations
@@ -35,10 +39,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from scheduler_core.actions._window import WindowView, best_in_window
 from scheduler_core.reasons import FitErrors
 from scheduler_core.resources import MIN_RESOURCE
 
 if TYPE_CHECKING:
+    from scheduler_core.framework.node_search import FeasibleSearch
     from scheduler_core.framework.node_table import NodeTable
     from scheduler_core.framework.session import Session
     from scheduler_core.model import TaskInfo
@@ -116,7 +122,7 @@ class ClassState:
 
     __slots__ = ("ssn", "table", "task", "dynamic", "local", "ok", "counts", "idle_fit", "future_fit",
                  "scores", "best_idle", "best_future", "synced", "vec", "cols", "never", "unverified",
-                 "need", "runs", "run_verified")
+                 "need", "runs", "run_verified", "windowed", "kept")
 
     def __init__(self, ssn: Session, task: TaskInfo, dynamic: bool, log: ChangeLog | None = None) -> None:
         self.ssn = ssn
@@ -133,6 +139,10 @@ class ClassState:
         self.runs = False
         # Run length whose last state the dynamic predicates passed (see placed_run), else -1.
         self.run_verified = -1
+        # Whether the latest `best` chose inside a limited scan window (then no runs), and that
+        # window: (kept rows, their idle-fit scores, their future-only scores), else None.
+        self.windowed = False
+        self.kept: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self._request()
         self.refresh()
 
@@ -247,14 +257,26 @@ class ClassState:
         self.best_idle[idx] = np.where(cand & idle_fit, s, _NEG)
         self.best_future[idx] = np.where(cand & ~idle_fit, s, _NEG)
 
-    def best(self) -> tuple[int, bool] | None:
-        """(row, pipelined) of the best node, or None when no node fits."""
+    def best(self, search: FeasibleSearch | None = None) -> tuple[int, bool] | None:
+        """(row, pipelined) of the best node, or None when no node fits; under a limited
+        `search`, among the rows its scan keeps (the scan moves on)."""
+        self.windowed, self.kept = False, None
+        if search is not None and search.limited:
+            return best_in_window(self, search)
+        return self.best_all()
+
+    def recorded(self) -> ClassState | WindowView:
+        """What score recording ranks: the state, or after a limited scan the rows it kept."""
+        return self if self.kept is None else WindowView(self)
+
+    def best_all(self) -> tuple[int, bool] | None:
+        """`best` over every row (no scan limit)."""
         for arr, future in ((self.best_idle, False), (self.best_future, True)):
             while True:
                 r = int(np.argmax(arr))
                 if arr[r] == _NEG:
                     break
-                if r in self.unverified and not self._verify(r):
+                if r in self.unverified and not self.verify(r):
                     continue
                 return r, future
         return None
@@ -263,8 +285,8 @@ class ClassState:
         """How many tasks of the class in a row go to row r, the row `best` just chose to allocate
         on (1 <= k <= limit; see the module docstring); `cap(k)` bounds it further (the queue)."""
         self.run_verified = -1
-        if limit <= 1 or not self.local or self.best_idle[r] == _NEG:
-            return 1  # spreading classes and pipelined placements go one by one
+        if limit <= 1 or not self.local or self.windowed or self.best_idle[r] == _NEG:
+            return 1  # spreading classes, pipelined and scan-limited placements go one by one
         ssn, table, task = self.ssn, self.table, self.task
         scores = self.best_idle
         own = scores[r]
@@ -345,7 +367,7 @@ class ClassState:
             self.unverified.discard(r)
         self.run_verified = -1
 
-    def _verify(self, r: int) -> bool:
+    def verify(self, r: int) -> bool:
         """Ask the predicates again for every unverified row; True when row r still passes."""
         ok = self.ssn.predicate(self.task).ok_mask
         rows = np.fromiter(self.unverified, dtype=np.intp, count=len(self.unverified))
@@ -362,3 +384,4 @@ class ClassState:
             pred = self.ssn.predicate(self.task)
             self.ok, self.counts = pred.ok_mask.copy(), pred.counts()
         return fit_errors(self.ssn, self.task, self.ok, self.counts)
+

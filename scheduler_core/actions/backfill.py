@@ -8,6 +8,8 @@ to the name that sorts first. Best-effort tasks need no resources, only a free p
 raises is undone and set aside; decisions are those of direct allocation.) A task
 no node accepts records its fit errors; identical tasks of the same job then fail alike and
 are skipped. The session binds the allocated tasks at close when their job is ready.
+The feasible-node search limit applies (`framework.node_search`): the predicate pass keeps the
+first K feasible nodes from the rotating index, and only those are scored.
 """
 
 from __future__ import annotations
@@ -45,9 +47,10 @@ class BackfillAction(Action):
                     pred = ssn.predicate(task)
                     # A pod slot is part of the fit test even without the predicates plugin.
                     ok = pred.ok_mask & (ssn.node_table.slots() >= 1)
+                    feasible = ssn.node_search.take(ok)
                     if recorder is not None:
-                        recorder.record_mask(task, self.name, ok)
-                    row = ssn.best_node(task, ok)
+                        recorder.record_mask(task, self.name, feasible)
+                    row = ssn.best_node(task, feasible)
                     if row is None:
                         failed.add(task.sched_key)
                         counts = pred.counts()

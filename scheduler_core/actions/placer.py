@@ -19,6 +19,9 @@ allocate asks `best(task)` (predicates, fit, scores: which node, allocated or pi
 `forget()` makes every class recompute (the per-job guard calls it after undoing a failed job).
 When the session records scores (`scheduler_core.node_scores`), each `best` call records the
 class's top rows right after choosing (the failure memo records an empty try).
+The feasible-node search limit (`framework.node_search`, the session's `node_search`) is applied
+inside `best`: each call scans from the rotating index and moves it on, as Volcano's predicate
+helper does for every task it filters (a memoised failure went round every node: no move).
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ class Placer:
         self.names = ssn.node_table.names
         self._index = ssn.node_table.index
         self._dynamic = has_dynamic_predicates(ssn)
+        self._search = ssn.node_search  # the feasible-node search limit (framework.node_search)
         self.fields = signed_fields((sig for _, _, sig in ssn.placement_signatures()),
                                     lambda: session_has_inter_pod_terms(ssn))
         self.class_key = class_key_fn(self.fields)
@@ -76,9 +80,9 @@ class Placer:
         else:
             state.catch_up(log)
         self._asked = (task, state)
-        choice = state.best()
+        choice = state.best(self._search)
         if self._recorder is not None:
-            self._recorder.record_class(task, state, choice, log, self._parts.setdefault(key, {}))
+            self._recorder.record_class(task, state.recorded(), choice, log, self._parts.setdefault(key, {}))
         if choice is None:
             self._failed[key] = (len(log.rows), state.errors())
         return choice

@@ -17,6 +17,7 @@ import sys
 
 from scheduler_core.bench.generator import build_world
 from scheduler_core.bench.snapshot import Churn, conf_of, to_snapshot
+from scheduler_core.framework.node_search import NodeScan
 from scheduler_core.scheduler import run_session
 
 # (size, scenario, cycles): enough cycles for churn and a second look at the same backlog.
@@ -30,12 +31,14 @@ def digest(size: str, scenario: str, cycles: int, seed: int = 1) -> str:
     conf = conf_of(world.spec)
     churn = Churn(world) if scenario in ("steady", "backlog") else None
     h = hashlib.sha256()
+    scan = NodeScan()  # the feasible-node search's rotating index, kept across cycles like the cycle's
     for cycle in range(cycles):
         if churn is not None and scenario == "steady" and cycle > 0:
             churn.step()
-        result = run_session(to_snapshot(world.spec), conf)
+        result = run_session(to_snapshot(world.spec), conf, node_scan=scan)
         data = result.to_json()
         data.pop("timing", None)
+        data.pop("conditions", None)  # derived from the phases and gang counts already digested
         if not data.get("job_errors"):  # added later: an empty one keeps older digests comparable
             data.pop("job_errors", None)
         h.update(json.dumps(data, sort_keys=True, default=str).encode())

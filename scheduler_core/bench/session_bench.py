@@ -2,6 +2,7 @@
 
     python -m scheduler_core.bench.session_bench [--sizes S,M] [--scenarios fill,steady] [--json DIR]
     python -m scheduler_core.bench.session_bench --profile M:fill     # pyinstrument call tree
+    python -m scheduler_core.bench.session_bench --sizes '' --extra '' --compare-limit L:fill,L:steady
 
 Each (size, scenario) case runs in its own subprocess so that its peak RSS is its own.
 fill: one cycle on a fresh snapshot, 3 times; contention: one such cycle; steady: a warm-up
@@ -9,12 +10,17 @@ cycle, then cycles with 1% churn (whole running jobs finish, as many new tasks a
 backlog: a warm-up cycle, then cycles on the same state; fill-binpack: fill's cluster with
 nodeorder off and binpack weighted 10 (long runs of identical tasks on one node). Times are
 wall-clock `run_session` seconds; the snapshot build (the in-memory "load") is reported apart.
+Cycles share one rotating index of the feasible-node search limit, as the scheduling cycle does
+(`framework.node_search`; `search_k` = feasible nodes kept per task). `--compare-limit` cases
+also run with the limit off (scenario `<name>/no-limit`, K = every node) and the placements/s
+ratio of Volcano's defaults to no limit is printed.
 """
 
 from __future__ import annotations
 
 import argparse
 import cProfile
+import dataclasses
 import json
 import pstats
 import resource
@@ -30,12 +36,15 @@ import numpy as np
 from scheduler_core.bench.generator import SCENARIOS, SIZES, VARIANTS, build_world
 from scheduler_core.bench.report import check_targets, machine, print_table, write_json
 from scheduler_core.bench.snapshot import Churn, conf_of, to_snapshot
+from scheduler_core.framework.node_search import NodeScan, SearchOptions, nodes_to_find
 from scheduler_core.model import TaskStatus
 from scheduler_core.scheduler import run_session
 
 DEFAULT_CYCLES = {"fill": 3, "contention": 1, "steady": 30, "backlog": 10, "fill-binpack": 3}
 # Scenarios run on a fresh snapshot every cycle (no warm-up).
 FRESH = ("fill", "contention", "fill-binpack")
+NO_LIMIT = "/no-limit"  # scenario suffix of a case run without the feasible-node search limit
+UNLIMITED = SearchOptions(percentage_nodes_to_find=100)
 
 
 def pct(values: list[float], q: float) -> float:
@@ -58,12 +67,19 @@ def selected_cases(parser: argparse.ArgumentParser, sizes: str, scenarios: str,
 
 
 def run_case(size: str, scenario: str, seed: int = 1, cycles: int | None = None) -> dict[str, Any]:
-    """Run one case in this process; returns its figures (ms, counts, placements/s, peak RSS)."""
+    """Run one case in this process; returns its figures (ms, counts, placements/s, peak RSS).
+    A scenario ending in NO_LIMIT runs its base scenario with the search limit off."""
+    name = scenario
+    limited = not scenario.endswith(NO_LIMIT)
+    scenario = scenario.removesuffix(NO_LIMIT)
     cycles = cycles or DEFAULT_CYCLES[scenario]
     started = time.perf_counter()
     world = build_world(size, scenario, seed)
     gen_s = time.perf_counter() - started
     conf = conf_of(world.spec)
+    if not limited:
+        conf = dataclasses.replace(conf, options=UNLIMITED)
+    scan = NodeScan()  # kept across the cycles, as the scheduling cycle keeps it
     churn = Churn(world) if scenario in ("steady", "backlog") else None
     build, session, cpu, placed, evicted = [], [], [], [], []
     warmup: dict[str, float] = {}
@@ -74,7 +90,7 @@ def run_case(size: str, scenario: str, seed: int = 1, cycles: int | None = None)
         t0 = time.perf_counter()
         snap = to_snapshot(world.spec)
         t1, c1 = time.perf_counter(), time.process_time()
-        result = run_session(snap, conf)
+        result = run_session(snap, conf, node_scan=scan)
         t2, c2 = time.perf_counter(), time.process_time()
         if churn is not None:
             churn.apply(result)
@@ -92,8 +108,9 @@ def run_case(size: str, scenario: str, seed: int = 1, cycles: int | None = None)
     pending = sum(j.count(TaskStatus.PENDING) for j in snap.jobs.values())
     total_s = sum(session) / 1e3
     return {
-        "size": size, "scenario": scenario, "seed": seed, "cycles": len(session),
-        "nodes": len(snap.nodes), "queues": len(snap.queues), "jobs": len(snap.jobs),
+        "size": size, "scenario": name, "seed": seed, "cycles": len(session),
+        "nodes": len(snap.nodes), "search_k": nodes_to_find(len(snap.nodes), conf.options),
+        "queues": len(snap.queues), "jobs": len(snap.jobs),
         "tasks": tasks, "pending_after": pending, "generate_s": round(gen_s, 3),
         "build_ms_p50": round(pct(build, 50), 2),
         "session_ms_p50": round(pct(session, 50), 2), "session_ms_p99": round(pct(session, 99), 2),
@@ -162,12 +179,39 @@ class _Capture:
         return len(s)
 
 
-COLUMNS = [("size", "size"), ("scenario", "scenario"), ("nodes", "nodes"), ("tasks", "tasks"),
-           ("cycles", "cycles"), ("placed/cycle", "placed_per_cycle"), ("evicted/cycle", "evicted_per_cycle"),
+COLUMNS = [("size", "size"), ("scenario", "scenario"), ("nodes", "nodes"), ("K", "search_k"),
+           ("tasks", "tasks"), ("cycles", "cycles"), ("placed/cycle", "placed_per_cycle"),
+           ("evicted/cycle", "evicted_per_cycle"),
            ("build p50 ms", "build_ms_p50"), ("session p50 ms", "session_ms_p50"),
            ("session p99 ms", "session_ms_p99"), ("CPU p50 ms", "session_cpu_ms_p50"),
            ("placements/s", "placements_per_s"),
            ("peak RSS MB", "peak_rss_mb")]
+
+
+def limit_ratios(rows: list[dict[str, Any]], compared: list[tuple[str, str]]) -> str:
+    """One line per compared case: placements per second of session wall time and of session CPU
+    time (steadier on a shared machine) with Volcano's search limit against no limit (printed,
+    and returned for the report file)."""
+    by_case = {(r["size"], r["scenario"]): r for r in rows}
+
+    def per_cpu_s(row: dict[str, Any]) -> float:
+        cpu = row["session_cpu_ms_p50"]
+        return row["placed_per_cycle"] / cpu * 1e3 if cpu else 0.0
+
+    lines = []
+    for size, scenario in compared:
+        on, off = by_case[(size, scenario)], by_case[(size, scenario + NO_LIMIT)]
+        wall = on["placements_per_s"] / off["placements_per_s"] if off["placements_per_s"] else 0.0
+        cpu = per_cpu_s(on) / per_cpu_s(off) if per_cpu_s(off) else 0.0
+        lines.append(f"- {size} {scenario}: K = {on['search_k']} of {on['nodes']} nodes: "
+                     f"{on['placements_per_s']} placements/s vs {off['placements_per_s']} without the limit "
+                     f"({wall:.2f}x); per CPU second {per_cpu_s(on):.0f} vs {per_cpu_s(off):.0f} "
+                     f"({cpu:.2f}x); "
+                     f"session p50 {on['session_ms_p50']} vs {off['session_ms_p50']} ms")
+    text = "\n".join(lines)
+    if text:
+        print("\nFeasible-node search limit (Volcano's defaults vs every node):\n" + text)
+    return text + "\n" if text else ""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -179,6 +223,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="more size:scenario cases, comma separated")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--cycles", type=int, default=0, help="override the cycles per case (0 = defaults)")
+    p.add_argument("--compare-limit", default="L:fill",
+                   help="size:scenario cases also run without the feasible-node search limit")
     p.add_argument("--json", default="var/bench", help="directory for the JSON output ('' = none)")
     p.add_argument("--case", help=argparse.SUPPRESS)  # child mode: one case, JSON on stdout
     p.add_argument("--profile", metavar="SIZE:SCENARIO", help="profile one cycle of the case instead")
@@ -193,11 +239,16 @@ def main(argv: list[str] | None = None) -> int:
         print(profile(size, scenario, args.seed, profiler=args.profiler))
         return 0
     rows = []
-    for size, scenario in selected_cases(p, args.sizes, args.scenarios, args.extra):
+    cases = selected_cases(p, args.sizes, args.scenarios, args.extra)
+    compared = selected_cases(p, "", "", args.compare_limit)
+    cases += [c for c in compared if c not in cases]
+    cases += [(size, scenario + NO_LIMIT) for size, scenario in compared]
+    for size, scenario in cases:
         rows.append(run_isolated(size, scenario, args.seed, args.cycles))
         print(f"  done {size}:{scenario} session p99 {rows[-1]['session_ms_p99']} ms", file=sys.stderr)
     table = print_table("In-memory session (scheduler_core alone; ms)", COLUMNS, rows)
     table += check_targets("session", rows)
+    table += limit_ratios(rows, compared)
     if args.json:
         path = write_json(Path(args.json), "session", {"machine": machine(), "cases": rows}, table)
         print(f"JSON: {path}")

@@ -9,6 +9,9 @@ tiers:
         enablePreemptable: false          # per-extension-point switch (absent = enabled)
 configurations:                           # list of {name, arguments} (or a mapping)
   - {name: preempt, arguments: {...}}
+minimum-feasible-nodes: 100               # scheduler-level options (Volcano's command-line
+minimum-percentage-nodes-to-find: 5       # flags; framework.node_search): optional top-level
+percentage-nodes-to-find: 0               # keys, dashes or underscores
 ```
 Switch spellings: Volcano's YAML keys (`enableJobOrder`) and Go field names (`enabledJobOrder`)
 are both accepted and stored under the canonical names of the semantics page.
@@ -20,6 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
+
+from scheduler_core.framework.node_search import OPTION_DEFAULTS, SearchOptions, parse_options
 
 KNOWN_ACTIONS = ("enqueue", "allocate", "backfill", "preempt", "reclaim")
 KNOWN_PLUGINS = ("gang", "priority", "conformance", "drf", "predicates", "nodeorder", "binpack",
@@ -89,6 +94,8 @@ class SchedulerConf:
     actions: list[str] = field(default_factory=list)
     tiers: list[Tier] = field(default_factory=list)
     configurations: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Scheduler-level options (the feasible-node search limit), Volcano's defaults.
+    options: SearchOptions = field(default_factory=SearchOptions)
 
     def plugin(self, name: str) -> PluginOption | None:
         """The option of a configured plugin, or None."""
@@ -113,6 +120,7 @@ class SchedulerConf:
         out: dict[str, Any] = {"actions": ", ".join(self.actions), "tiers": tiers}
         if self.configurations:
             out["configurations"] = [{"name": k, "arguments": v} for k, v in self.configurations.items()]
+        out.update(self.options.to_dict())
         return out
 
 
@@ -234,7 +242,8 @@ def parse_conf(source: str | dict[str, Any]) -> SchedulerConf:
     if not isinstance(data, dict):
         raise ConfError(["configuration must be a mapping with actions and tiers"])
     problems: list[str] = []
-    extra = set(data) - {"actions", "tiers", "configurations"}
+    option_keys = {k for k in data if str(k).replace("_", "-") in OPTION_DEFAULTS}
+    extra = set(data) - {"actions", "tiers", "configurations"} - option_keys
     if extra:
         problems.append(f"unknown key(s): {', '.join(sorted(map(str, extra)))}")  # YAML keys may be null/int
     if "actions" not in data:
@@ -277,9 +286,10 @@ def parse_conf(source: str | dict[str, Any]) -> SchedulerConf:
         problems.append(f"unknown plugin(s): {', '.join(unknown)}")
     configurations = _parse_configurations(data.get("configurations"), problems)
     _check_arguments(tiers, configurations, problems)
+    options = parse_options({k: data[k] for k in option_keys}, "options", problems)
     if problems:
         raise ConfError(problems)
-    return SchedulerConf(actions=actions, tiers=tiers, configurations=configurations)
+    return SchedulerConf(actions=actions, tiers=tiers, configurations=configurations, options=options)
 
 
 DEFAULT_CONF_YAML = """\

@@ -23,6 +23,7 @@ from scheduler_core.framework.interface import (  # noqa: F401  (re-exported for
     ValidateResult,
 )
 from scheduler_core.framework.isolation import JobError
+from scheduler_core.framework.node_search import FeasibleSearch, NodeScan
 from scheduler_core.framework.node_table import NodeTable
 from scheduler_core.framework.operations import SessionOperations
 from scheduler_core.framework.registry import load_all, plugin_builders
@@ -36,7 +37,8 @@ from scheduler_core.result import SessionResult
 class Session(SessionOperations, CallbackRegistry):
     """Snapshot + callbacks + the operations actions use."""
 
-    def __init__(self, snapshot: ClusterSnapshot, conf: SchedulerConf) -> None:
+    def __init__(self, snapshot: ClusterSnapshot, conf: SchedulerConf,
+                 node_scan: NodeScan | None = None) -> None:
         self.snapshot = snapshot
         self.conf = conf
         self.jobs: dict[str, JobInfo] = snapshot.jobs
@@ -48,6 +50,9 @@ class Session(SessionOperations, CallbackRegistry):
         self._init_callbacks(conf.tiers)
         self._hooks = (-1, [], [], [])  # SessionOperations._handlers fills it
         self.node_table = NodeTable(self.nodes.values())
+        # The feasible-node search limit of allocate's and backfill's predicate pass, with the
+        # caller's rotating index (framework.node_search).
+        self.node_search = FeasibleSearch(len(self.node_table), conf.options, node_scan)
         self.total_resource = Resource.empty()
         for node in self.node_table.nodes:
             if not node.unschedulable:
@@ -258,14 +263,16 @@ class Session(SessionOperations, CallbackRegistry):
 
 
 def open_session(snapshot: ClusterSnapshot, conf: SchedulerConf, record_scores: bool | int = False,
-                 ) -> Session:
+                 node_scan: NodeScan | None = None) -> Session:
     """Build the session and every configured plugin; call on_session_open in tier order.
 
     `record_scores` (True = top 10, N = top N) records the per-node scores of the placement
     decisions into `result.node_scores` at close (scheduler_core.node_scores); off by default.
+    `node_scan` is the feasible-node search's rotating index the caller keeps across sessions
+    (None: a fresh one, starting at the first node).
     """
     load_all()
-    ssn = Session(snapshot, conf)
+    ssn = Session(snapshot, conf, node_scan)
     top = top_count(record_scores)
     if top:
         ssn.score_recorder = ScoreRecorder(ssn, top)

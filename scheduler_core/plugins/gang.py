@@ -6,7 +6,12 @@
 - starving: ready + pipelined below min_member;
 - victims: a job gives up tasks only while its ready count stays at or above min_member;
 - job order: jobs that are not ready yet go first;
-- session close: every job that is not ready gets a GangUnschedulable reason.
+- session close: every job that is not ready gets a GangUnschedulable reason, and a PodGroup
+  condition (`result.conditions`): not ready -> `Unschedulable` / `NotEnoughResources` with
+  the gang sentence, ready -> `Scheduled`; except (upstream shouldSkipUnschedulableForReleasing)
+  that a job on its way out of a preemption gets no Unschedulable: it has a Releasing task on a
+  node, no Pending and no Pipelined task, and its Running, Bound, Failed and Succeeded tasks
+  plus those Releasing tasks reach min_available.
 """
 
 from __future__ import annotations
@@ -15,6 +20,14 @@ from typing import TYPE_CHECKING
 
 from scheduler_core.framework.interface import Plugin, ValidateResult
 from scheduler_core.framework.registry import register_plugin
+from scheduler_core.model import TaskStatus
+from scheduler_core.result import (
+    GANG_READY,
+    NOT_ENOUGH_RESOURCES,
+    SCHEDULED,
+    UNSCHEDULABLE,
+    PodGroupCondition,
+)
 
 if TYPE_CHECKING:
     from scheduler_core.framework.session import Session
@@ -87,6 +100,17 @@ def gang_may_give(job: JobInfo) -> bool:
     return job.ready_task_num() > job.min_available
 
 
+def skip_unschedulable_for_releasing(job: JobInfo) -> bool:
+    """Upstream shouldSkipUnschedulableForReleasing: the job only waits for its own Releasing
+    tasks to go (no Pending, no Pipelined task) and they, with the tasks that ran or run, reach
+    min_available: an Unschedulable condition would be a false alarm."""
+    releasing = sum(1 for t in job.tasks_in(TaskStatus.RELEASING) if t.node_name)
+    if not releasing or job.count(TaskStatus.PENDING) or job.count(TaskStatus.PIPELINED):
+        return False
+    scheduled = job.count(TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.FAILED, TaskStatus.SUCCEEDED)
+    return scheduled + releasing >= job.min_available
+
+
 @register_plugin("gang")
 class GangPlugin(Plugin):
     """Gang scheduling: validity, readiness, pipelining, starving, victims, reasons."""
@@ -106,16 +130,23 @@ class GangPlugin(Plugin):
         ssn.add_job_starving_fn(self.name, job_starving)
 
     def on_session_close(self, ssn: Session) -> None:
-        """Record a GangUnschedulable reason for every job that is not ready."""
+        """For every job that is not ready: a GangUnschedulable reason (unless pipelined) and an
+        Unschedulable condition (unless releasing); a ready job gets a Scheduled condition."""
         from scheduler_core.reasons import ReasonCode, gang_message
 
+        conditions = ssn.result.conditions
+        scheduled = PodGroupCondition(SCHEDULED, GANG_READY, "", ssn.now)  # one value, shared
         for uid in sorted(ssn.jobs):
             job = ssn.jobs[uid]
             if job.is_ready():
+                conditions[uid] = scheduled
                 continue
+            message = gang_message(job)
+            if not skip_unschedulable_for_releasing(job):
+                conditions[uid] = PodGroupCondition(UNSCHEDULABLE, NOT_ENOUGH_RESOURCES, message, ssn.now)
             placed = job.ready_task_num() + job.waiting_task_num()
             if placed >= job.min_available:
                 continue  # pipelined: the gang is met, it waits for resources (WaitingForPreemption)
-            ssn.record_reason(uid, ReasonCode.GangUnschedulable, gang_message(job), self.name,
+            ssn.record_reason(uid, ReasonCode.GangUnschedulable, message, self.name,
                               {"min_available": job.min_available, "placed": placed,
                                "tasks": len(job.tasks)})

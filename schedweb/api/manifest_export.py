@@ -225,3 +225,12 @@ def job_to_vcjob(job, tasks) -> dict:
 def dump_documents(docs: list[dict]) -> str:
     """Multi-document YAML, keys in the order written above."""
     return yaml.safe_dump_all(docs, sort_keys=False, default_flow_style=False)
+
+
+def with_status(doc: dict, job) -> dict:
+    """The job's PodGroup (or Job) document with `status.conditions`, the PodGroup conditions the
+    scheduler last set (the job's prefetched `conditions` rows), when it has any."""
+    conditions = [c.to_json() for c in job.conditions.all()]
+    if conditions:
+        doc["status"] = {"conditions": conditions}
+    return doc

@@ -22,12 +22,13 @@ from django.db import DatabaseError, transaction
 from django.utils import timezone
 
 from scheduler_core.framework.conf import SchedulerConf, parse_conf
+from scheduler_core.framework.node_search import NodeScan
 from scheduler_core.model import ClusterSnapshot
 from scheduler_core.node_scores import recording_scores
 from scheduler_core.result import FIGURE_NAMES, SessionResult
 from scheduler_core.scheduler import gc_paused, run_session_isolated
 from schedweb.core.models import TERMINAL_JOB_PHASES, SchedulerConfig, TaskStatus
-from schedweb.scheduling import cycle_metrics, incremental, placement_scores, writes
+from schedweb.scheduling import cycle_metrics, incremental, job_conditions, placement_scores, writes
 from schedweb.scheduling.adapter import LoadedState, figures_json
 from schedweb.scheduling.default_conf import schedweb_default_conf
 from schedweb.scheduling.models import CycleRun, QueueSample, TaskPlacementScores
@@ -40,6 +41,10 @@ logger = logging.getLogger(__name__)
 WRITE_SLEEP_ENV = "SCHEDWEB_CYCLE_WRITE_SLEEP"
 PRUNE_EVERY = 100  # cycles between deletions of history older than SCHEDULER_HISTORY_DAYS (default 1)
 _conf_cache: dict[tuple[int, str], SchedulerConf] = {}
+# The feasible-node search's rotating index (scheduler_core.framework.node_search): where the
+# next cycle's predicate pass starts. Kept by the process from cycle to cycle, as Volcano keeps it
+# in a process global (a new process starts at the first node); one process runs the cycles.
+NODE_SCAN = NodeScan()
 
 
 def active_conf() -> tuple[int | None, SchedulerConf]:
@@ -104,6 +109,7 @@ def cycle_run(*, now: datetime | None = None) -> CycleRun:
             return _run_locked(started, t0)
     except Exception as exc:  # recorded, then the loop goes on: one bad cycle must not stop it
         incremental.forget()  # the kept snapshot holds the rolled-back session's changes
+        job_conditions.forget()  # and what it remembers as stored was rolled back
         try:
             with transaction.atomic():
                 run = CycleRun.objects.create(started=started, errors=f"{type(exc).__name__}: {exc}",
@@ -139,7 +145,7 @@ def _run_locked(started: datetime, t0: float) -> CycleRun:
         return loaded[-1].snapshot
 
     with ExitStack() as scoring:  # record_scores left at None: the ambient value build() sets
-        _, result = run_session_isolated(build, conf)
+        _, result = run_session_isolated(build, conf, node_scan=NODE_SCAN)
     state = loaded[-1]
     incremental.settle(state, result)  # what the session changed in memory only goes back
     t2 = time.perf_counter()
@@ -153,6 +159,8 @@ def _run_locked(started: datetime, t0: float) -> CycleRun:
     if delay := float(os.environ.get(WRITE_SLEEP_ENV) or 0):
         time.sleep(delay)
     conflicts += _write_jobs(job_changes, code_changed, same_code, started)
+    # PodGroup conditions: only those that say something new (their own table, no job row).
+    job_conditions.write(job_conditions.changed(state, result))
     previous = (CycleRun.objects.filter(skipped=False).order_by("-id").values_list("id", flat=True).first())
     run = CycleRun.objects.create(
         started=started, config_version=version, load_seconds=t1 - t0, schedule_seconds=t2 - t1,

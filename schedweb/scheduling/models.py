@@ -182,3 +182,34 @@ class MetricTotal(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name}{self.labels}{self.sample} = {self.value}"
+
+
+class JobCondition(models.Model):
+    """A job's PodGroup condition (Volcano's `status.conditions`), one row per job and type.
+
+    Written by the cycle from `SessionResult.conditions` (the gang plugin's, at session close)
+    only when status, reason or message change: `last_transition_time` is when it last did. In a
+    table of its own, so that a condition never rewrites the job row (nor its change-log entry).
+    The foreign key cascades in PostgreSQL itself too (migration 0009).
+    """
+
+    job = models.ForeignKey("core.Job", on_delete=models.CASCADE, related_name="conditions",
+                            db_constraint=False, db_index=False)
+    type = models.CharField(max_length=32)
+    status = models.CharField(max_length=8, default="True")
+    reason = models.CharField(max_length=64, blank=True, default="")
+    message = models.TextField(blank=True, default="")
+    last_transition_time = models.DateTimeField()
+
+    class Meta:
+        ordering = ["job_id", "type"]
+        constraints = [models.UniqueConstraint(fields=["job", "type"],
+                                               name="scheduling_jobcondition_job_type")]
+
+    def __str__(self) -> str:
+        return f"{self.job_id}: {self.type} ({self.reason})"
+
+    def to_json(self) -> dict[str, str]:
+        """Kubernetes' condition shape (`scheduler_core.result.PodGroupCondition.to_json`)."""
+        return {"type": self.type, "status": self.status, "reason": self.reason, "message": self.message,
+                "lastTransitionTime": self.last_transition_time.strftime("%Y-%m-%dT%H:%M:%SZ")}

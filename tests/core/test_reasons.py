@@ -17,7 +17,7 @@ from scheduler_core.reasons import (
     insufficient_message,
 )
 from scheduler_core.resources import Resource
-from scheduler_core.result import QueueFigures, SessionResult
+from scheduler_core.result import PodGroupCondition, QueueFigures, SessionResult
 from tests.core.builders import conf, job, node, replicas, res, run, snapshot, task
 
 C = ReasonCode
@@ -205,6 +205,8 @@ def test_session_result_to_json_shape():
     r.warn("w1")
     r.warn("w1")
     r.timing["session_s"] = 0.004
+    r.conditions["a/j"] = PodGroupCondition("Unschedulable", "NotEnoughResources", "1/1 tasks ...",
+                                           1767225600.7)
     assert r.to_json() == {
         "binds": {"a/t": "n1", "b/t": "n2"}, "pipelined": {}, "evictions": ["x/v"],
         "job_phase": {"a/j": "Running"},
@@ -214,6 +216,8 @@ def test_session_result_to_json_shape():
         "reasons": {"a/j": {"code": "QueueOverCapability", "message": "queue q resource quota insufficient",
                             "details": {}}},
         "warnings": ["w1"], "job_errors": {}, "timing": {"session_s": 0.004},
+        "conditions": {"a/j": [{"type": "Unschedulable", "status": "True", "reason": "NotEnoughResources",
+                                "message": "1/1 tasks ...", "lastTransitionTime": "2026-01-01T00:00:00Z"}]},
     }
 
 

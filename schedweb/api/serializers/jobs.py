@@ -251,6 +251,10 @@ class JobDetailSerializer(JobSerializer):
         "beyond_horizon / never), sentence, computed_at, until."))
     estimated_start = serializers.SerializerMethodField()
     estimate_basis = serializers.SerializerMethodField()
+    status = serializers.SerializerMethodField(help_text=(
+        "The PodGroup status as Volcano's gang plugin sets it: `conditions`, each {type "
+        "(Unschedulable / Scheduled), status, reason, message, lastTransitionTime}, one per type, "
+        "changed only when the scheduler's words change."))
 
     def to_representation(self, instance):
         """The task page first: the counts come from it when it holds every task (no query)."""
@@ -318,6 +322,18 @@ class JobDetailSerializer(JobSerializer):
         page, total = self._page(obj)
         return self._url(f"job={obj.pk}&limit={JOB_DETAIL_TASKS}&offset={JOB_DETAIL_TASKS}") \
             if total > len(page) else None
+
+    @extend_schema_field({"type": "object", "properties": {"conditions": {"type": "array", "items": {
+        "type": "object", "properties": {k: {"type": "string"} for k in (
+            "type", "status", "reason", "message", "lastTransitionTime")}}}}})
+    def get_status(self, obj) -> dict:
+        """The job's PodGroup conditions (schedweb.scheduling's JobCondition), in the order they
+        first appeared."""
+        from schedweb.scheduling.models import JobCondition
+
+        if getattr(obj, "_reason_history", None) is not None:
+            return {"conditions": []}  # a job just submitted has none
+        return {"conditions": [c.to_json() for c in JobCondition.objects.filter(job=obj).order_by("id")]}
 
     def get_reason_history(self, obj) -> list[dict]:
         """The job's reason timeline (schedweb.scheduling's JobReasonHistory), newest first."""

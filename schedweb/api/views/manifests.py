@@ -21,6 +21,7 @@ from schedweb.api.manifest_export import (
     job_to_vcjob,
     json_columns,
     queue_to_manifest,
+    with_status,
 )
 from schedweb.api.manifests_apply import ApplyConflict, apply_manifest
 from schedweb.api.manifests_priority import priority_class_to_manifest
@@ -29,6 +30,7 @@ from schedweb.api.serializers.cluster import ManifestImportSerializer
 from schedweb.api.views.base import access
 from schedweb.core.choices import TERMINAL_JOB_PHASES
 from schedweb.core.models import Job, PriorityClass, Queue, Task
+from schedweb.scheduling.models import JobCondition
 
 EXPORT_KINDS = ("PriorityClass", "Queue", "PodGroup", "Job")
 DEFAULT_EXPORT_KINDS = ["PriorityClass", "Queue", "Job"]
@@ -112,7 +114,9 @@ class ManifestExportView(APIView):
         if "PodGroup" in kinds or "Job" in kinds:
             tasks = Task.objects.defer(*TASK_JSON_FIELDS).annotate(**json_columns(TASK_JSON_FIELDS))
             jobs = Job.objects.select_related("queue", "priority_class").prefetch_related(
-                Prefetch("tasks", queryset=tasks)).order_by("namespace", "name")
+                Prefetch("tasks", queryset=tasks),
+                Prefetch("conditions", queryset=JobCondition.objects.order_by("id")),
+            ).order_by("namespace", "name")
             if queue_name:
                 jobs = jobs.filter(queue__name=queue_name)
             if request.query_params.get("namespace"):
@@ -121,8 +125,8 @@ class ManifestExportView(APIView):
                 jobs = jobs.exclude(phase__in=TERMINAL_JOB_PHASES)
             for job in jobs:
                 tasks = sorted(job.tasks.all(), key=lambda t: t.id)
-                build = (lambda j=job, t=tasks: [job_to_vcjob(j, t)]) if "Job" in kinds else (
-                    lambda j=job, t=tasks: job_to_podgroup(j, t))
+                build = (lambda j=job, t=tasks: [with_status(job_to_vcjob(j, t), j)]) \
+                    if "Job" in kinds else (lambda j=job, t=tasks: _podgroup_with_status(j, t))
                 _export(skipped, f"Job {job.namespace}/{job.name}", build, docs)
         # An object that cannot be written (stored data nested too deep) is left out with a comment
         # naming it and why; every other object is exported.
@@ -131,6 +135,13 @@ class ManifestExportView(APIView):
         if skipped:
             response["X-Export-Skipped"] = str(len(skipped))
         return response
+
+
+def _podgroup_with_status(job: Job, tasks: list[Task]) -> list[dict]:
+    """The PodGroup (with its status conditions) and its Pods."""
+    docs = job_to_podgroup(job, tasks)
+    with_status(docs[0], job)
+    return docs
 
 
 def _export(skipped: list[str], label: str, build, docs: list[dict]) -> None:

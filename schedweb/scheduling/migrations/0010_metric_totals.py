@@ -9,7 +9,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("scheduling", "0008_placement_scores_db_cascade"),
+        ("scheduling", "0009_job_conditions"),
     ]
 
     operations = [

@@ -218,7 +218,7 @@ def test_incremental_class_state_matches_a_fresh_one():
         ssn.allocate(t, ssn.node_table.names[choice[0]])
         log.add(choice[0])
     state.catch_up(log)
-    state._verify(0)
+    state.verify(0)
     fresh = ClassState(ssn, tasks[0], True)
     assert (state.ok == fresh.ok).all()
     assert (state.best_idle == fresh.best_idle).all()
