@@ -67,6 +67,9 @@ class SessionResult:
     # -> the per-node scores of its last placement try (scheduler_core.node_scores.TaskScores:
     # action, chosen node, pipelined, top nodes best first, the chosen node's scores).
     node_scores: dict[str, TaskScores] | None = None
+    # Work units of the session (framework.work_budget.WorkMeter.summary): units, budget,
+    # deferred (job uid -> units when stopped), max_job.
+    work: dict[str, Any] = field(default_factory=dict)
 
     def warn(self, message: str) -> None:
         """Add a warning once (plugins may be built more than once per process)."""

@@ -17,7 +17,7 @@ from scheduler_core.result import SessionResult
 
 
 def run_session(snapshot: ClusterSnapshot, conf: SchedulerConf | None = None, *,
-                record_scores: bool | int | None = None) -> SessionResult:
+                record_scores: bool | int | None = None, work_budget: int | None = None) -> SessionResult:
     """Open a session, run the conf's actions in order, close it. Deterministic.
 
     The snapshot is changed in place (task statuses, node accounting): pass a fresh one.
@@ -27,6 +27,8 @@ def run_session(snapshot: ClusterSnapshot, conf: SchedulerConf | None = None, *,
     Jobs with malformed tasks are set aside first (framework.isolation.screen), and a job whose
     evaluation raises is set aside by the action's guard: both get InvalidJob, the rest goes on.
     An action named in the conf but not implemented is skipped with a warning.
+    `work_budget`: work units one job's evaluation may cost (framework.work_budget; 0 =
+    unlimited, None = the process default); a job over it is deferred (reason Deferred).
     """
     conf = conf or DEFAULT_CONF
     load_all()
@@ -34,7 +36,7 @@ def run_session(snapshot: ClusterSnapshot, conf: SchedulerConf | None = None, *,
         started = time.perf_counter()
         screen(snapshot)
         screened = time.perf_counter() - started
-        ssn = open_session(snapshot, conf, record_scores=top_count(record_scores))
+        ssn = open_session(snapshot, conf, record_scores=top_count(record_scores), work_budget=work_budget)
         ssn.result.timing["screen_s"] = round(screened, 6)
         for name in conf.actions:
             builder = action_builders.get(name)
@@ -53,13 +55,13 @@ def run_session(snapshot: ClusterSnapshot, conf: SchedulerConf | None = None, *,
 
 def run_session_isolated(build: Callable[[], ClusterSnapshot], conf: SchedulerConf | None = None,
                          attempts: int = 4, *, record_scores: bool | int | None = None,
-                         ) -> tuple[ClusterSnapshot, SessionResult]:
+                         work_budget: int | None = None) -> tuple[ClusterSnapshot, SessionResult]:
     """run_session on `build()`; when a job's failure could not be undone inside the session
     (SessionJobError), run again on a fresh `build()` with that job set aside from the start.
 
     Returns the snapshot the result belongs to (the caller's writes need its identities).
     The last attempt's error propagates: something other than one job is wrong.
-    `record_scores` as for run_session.
+    `record_scores` and `work_budget` as for run_session.
     """
     aside: dict[str, JobError] = {}
     for attempt in range(attempts):
@@ -67,7 +69,7 @@ def run_session_isolated(build: Callable[[], ClusterSnapshot], conf: SchedulerCo
         for uid, error in aside.items():
             set_aside(snapshot, uid, error)
         try:
-            return snapshot, run_session(snapshot, conf, record_scores=record_scores)
+            return snapshot, run_session(snapshot, conf, record_scores=record_scores, work_budget=work_budget)
         except SessionJobError as exc:
             if attempt == attempts - 1 or exc.job_uid in aside:
                 raise

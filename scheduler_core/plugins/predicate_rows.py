@@ -5,7 +5,8 @@ After each tentative eviction the preemptor's node is asked again, with the Rele
 anti-affinity (both the task's own terms and the existing pods' terms) and from the topology
 spread counts; the proportional check is asked as in the full predicate. Everything here looks
 at one row and at the pods of its topology domains only, never at every node, except the
-spread counts of a task that carries DoNotSchedule constraints (they need the global minimum).
+spread counts of a task that carries DoNotSchedule constraints (they need the global minimum);
+the task's own anti-affinity reads the plugin's pod index (live pods per term and domain).
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ import numpy as np
 
 from scheduler_core.model import TaskStatus
 from scheduler_core.plugins.node_static import NodeStatic, pod_terms, term_matches
-from scheduler_core.plugins.pod_spread import SPREAD_MISMATCH, spread_failures
+from scheduler_core.plugins.pod_index import PodIndex
+from scheduler_core.plugins.pod_spread import SPREAD_MISMATCH, index_of, spread_failures
 
 if TYPE_CHECKING:
     from scheduler_core.framework.node_table import NodeTable
@@ -53,13 +55,18 @@ def _existing_anti(plugin: PredicatesPlugin, task: TaskInfo, row: int, table: No
     return False
 
 
-def _own_anti(task: TaskInfo, row: int, table: NodeTable, static: NodeStatic) -> bool:
-    """A staying pod in the row's domain matches one of the task's required anti-affinity terms."""
+def _own_anti(task: TaskInfo, row: int, pods: PodIndex) -> bool:
+    """A staying pod in the row's domain matches one of the task's required anti-affinity terms
+    (the index's live count of that domain: Releasing pods are leaving)."""
     for term in pod_terms(task, "podAntiAffinity"):
-        for r in _domain_rows(static, term.get("topologyKey", ""), row):
-            for t in table.nodes[r].tasks.values():
-                if t.status is not RELEASING and term_matches(term, task, t):
-                    return True
+        t = pods.term(term.get("namespaces") or [task.namespace], term.get("labelSelector"))
+        if not t.total:
+            continue
+        key = term.get("topologyKey", "")
+        ids, ndom = pods.domain_ids(key)
+        d = int(ids[row])
+        if d < ndom and pods.domain_counts(t, key)[0][d] > 0:
+            return True
     return False
 
 
@@ -78,10 +85,10 @@ def resolvable_row_failure(plugin: PredicatesPlugin, task: TaskInfo, row: int, t
     if plugin.pod_affinity_on:
         if plugin.anti_holders and _existing_anti(plugin, task, row, table, static):
             return EXISTING_ANTI_AFFINITY
-        if _own_anti(task, row, table, static):
+        if _own_anti(task, row, index_of(table, static, plugin.pods)):
             return POD_ANTI_AFFINITY
     if plugin.spread_on and task.topology_spread_constraints:
-        for reason, mask in spread_failures(task, table, static):
+        for reason, mask in spread_failures(task, table, static, plugin.pods):
             if reason == SPREAD_MISMATCH and mask[row]:
                 return SPREAD_MISMATCH
     if plugin.proportional:
