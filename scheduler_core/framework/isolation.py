@@ -199,14 +199,15 @@ def defer(ssn: Session, job: JobInfo, exc: WorkBudgetExceeded, where: str) -> No
 
 
 @contextmanager
-def guard(ssn: Session, job: JobInfo, where: str,
-          on_failure: Callable[[], Any] | None = None) -> Iterator[GuardScope]:
+def guard(ssn: Session, job: JobInfo, where: str, on_failure: Callable[[], Any] | None = None,
+          on_defer: Callable[[list[TaskInfo]], Any] | None = None) -> Iterator[GuardScope]:
     """Run one job's work; on an exception set the job aside and undo what its statements did.
 
     The session's work meter charges the block's work to the job (framework.work_budget): over
     its budget, the statements are undone the same way and the job is deferred (reason
-    Deferred, not set aside). `on_failure` runs after either undo (an action's caches that
-    must forget the undone work).
+    Deferred, not set aside). `on_failure` runs after the undo (an action's caches that must
+    forget the undone work); for a deferral, `on_defer(placed tasks)` runs before the undo
+    instead when given (a cheaper, targeted forget), else `on_failure` after it.
     """
     scope = GuardScope(ssn)
     meter = getattr(ssn, "work", None)
@@ -216,9 +217,11 @@ def guard(ssn: Session, job: JobInfo, where: str,
     try:
         yield scope
     except WorkBudgetExceeded as exc:
+        if on_defer is not None:
+            on_defer([t for stmt in scope.statements for t in stmt.placed_tasks()])
         _undo(scope, job, error_of(exc, where))
         defer(ssn, job, exc, where)
-        if on_failure is not None:
+        if on_defer is None and on_failure is not None:
             on_failure()
     except Exception as exc:
         error = error_of(exc, where)

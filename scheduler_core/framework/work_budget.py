@@ -104,6 +104,9 @@ class WorkMeter:
         raise WorkBudgetExceeded instead (the work is not done, so it is not counted)."""
         job = self.job
         if job is not None:
+            stopped = self.deferred.get(job)
+            if stopped is not None:  # deferred earlier in the session: no more work for it
+                raise WorkBudgetExceeded(job, stopped, self.budget)
             used = self.by_job.get(job, 0) + units
             if self.budget and used > self.budget:
                 raise WorkBudgetExceeded(job, used, self.budget)

@@ -138,7 +138,7 @@ class NodeOrderPlugin(Plugin):
 
     def affinity_scores(self, task: TaskInfo, static: NodeStatic) -> np.ndarray:
         """Sum of matching preferred node affinity term weights per row (cached per affinity)."""
-        key = repr(task.affinity)
+        key = task.sched_key[3]  # the affinity's canonical text, computed once per task
         hit = self._affinity.get(key)
         if hit is None:
             hit = np.zeros(static.n)

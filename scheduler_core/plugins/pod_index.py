@@ -68,10 +68,20 @@ class PodClass:
         self.terms: list[Term] = []  # tracked terms selecting this class
 
 
+class Weighted:
+    """Signed weights x matching live pods, summed per topology domain over a set of terms (a
+    task's preferred terms): per key, one array over the key's domains, kept by the events."""
+
+    __slots__ = ("sums",)
+
+    def __init__(self) -> None:
+        self.sums: dict[str, np.ndarray] = {}
+
+
 class Term:
     """One selector term's matches: per row (sparse) and per domain of each key asked."""
 
-    __slots__ = ("namespaces", "selector", "classes", "live", "leaving", "domains", "total")
+    __slots__ = ("namespaces", "selector", "classes", "live", "leaving", "domains", "total", "watchers")
 
     def __init__(self, namespaces: tuple[str, ...], selector: dict | None) -> None:
         self.namespaces = namespaces
@@ -83,6 +93,7 @@ class Term:
         # rows without the key (never a domain, but part of "any match anywhere").
         self.domains: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self.total = 0  # matching pods anywhere, leaving ones included
+        self.watchers: list[tuple[Weighted, str, int]] = []  # sums this term adds to (key, weight)
 
     def matches(self, cls: PodClass) -> bool:
         """The term selects the class's pods."""
@@ -145,6 +156,10 @@ class PodIndex:
             term.total += delta
             for key, arrays in term.domains.items():
                 arrays[1 if leaving else 0][self._domain_ids(key)[0][row]] += delta
+            if not leaving:
+                for weighted, key, signed in term.watchers:
+                    weighted.sums[key][self._domain_ids(key)[0][row]] += signed * delta
+                self.work += len(term.watchers)
         self.work += 1 + len(cls.terms)
 
     # -- build -------------------------------------------------------------------------------
@@ -269,6 +284,20 @@ class PodIndex:
             self.work += ndom + len(term.live) + len(term.leaving)
         self.work += len(arrays[0])
         return arrays
+
+    def weighted(self, memo_key: tuple, terms: list[tuple[list[str], dict | None, str, int]]) -> Weighted:
+        """The `Weighted` sums of (namespaces, selector, topology key, signed weight) terms, made
+        once per `memo_key` (a task class) and kept current by the events from then on."""
+        hit = self.memo.get(memo_key)
+        if hit is None:
+            hit = self.memo[memo_key] = Weighted()
+            for namespaces, selector, key, signed in terms:
+                term = self.term(namespaces, selector)
+                live, _ = self.domain_counts(term, key)
+                acc = hit.sums.get(key)
+                hit.sums[key] = signed * live if acc is None else acc + signed * live
+                term.watchers.append((hit, key, signed))
+        return hit
 
     def per_row(self, per_domain: np.ndarray, key: str) -> np.ndarray:
         """A per-domain array read at every row (rows without the key: 0)."""

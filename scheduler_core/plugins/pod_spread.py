@@ -30,7 +30,7 @@ import numpy as np
 
 from scheduler_core.model import TaskStatus
 from scheduler_core.plugins.node_static import NodeStatic, selector_matches
-from scheduler_core.plugins.pod_index import PodIndex, Term
+from scheduler_core.plugins.pod_index import PodIndex
 
 if TYPE_CHECKING:
     from scheduler_core.framework.node_table import NodeTable
@@ -184,31 +184,14 @@ def weighted_terms(task: TaskInfo) -> list[tuple[dict, int]]:
     return terms
 
 
-def _compiled(task: TaskInfo, terms: list[tuple[dict, int]], pods: PodIndex) -> list[tuple[Term, str, int]]:
-    """(tracked term, topology key, signed weight) of the task's weighted preferred terms, once
-    per (namespace, affinity) in the session: identical tasks share it."""
-    ck = ("preferred", task.namespace, task.sched_key[3])
-    hit = pods.memo.get(ck)
-    if hit is None:
-        hit = []
-        for term, sign in terms:
-            weight = int(term.get("weight", 0))
-            if not weight:
-                continue
-            aff = term.get("podAffinityTerm") or {}
-            tracked = pods.term(aff.get("namespaces") or [task.namespace], aff.get("labelSelector"))
-            hit.append((tracked, aff.get("topologyKey", ""), sign * weight))
-        pods.memo[ck] = hit
-    return hit
-
-
 def pod_affinity_scores(task: TaskInfo, table: NodeTable, static: NodeStatic, mask: np.ndarray,
                         pods: PodIndex | None = None) -> np.ndarray:
     """Normalised preferred inter-pod (anti-)affinity scores (0..100); rows outside `mask` 0.
 
     Per topology key, the signed weights times the matching pods of each domain are summed over
-    the terms (domain counts from the index: terms x domains, not terms x pods), then read at
-    the scored rows: the same integers kube's per-node accumulation gives.
+    the terms (`PodIndex.weighted`: made once per task class from the domain counts, then moved
+    by each placement's event), then read at the scored rows: keys x rows per call, the same
+    integers kube's per-node accumulation gives.
     """
     out = np.zeros(len(table))
     terms = weighted_terms(task)
@@ -217,13 +200,20 @@ def pod_affinity_scores(task: TaskInfo, table: NodeTable, static: NodeStatic, ma
         return out
     pods = index_of(table, static, pods)
     full_rows = idx if table.rows is None else table.rows[idx]
-    by_key: dict[str, np.ndarray] = {}
-    for tracked, key, signed in _compiled(task, terms, pods):
-        live, _ = pods.domain_counts(tracked, key)
-        acc = by_key.get(key)
-        by_key[key] = signed * live if acc is None else acc + signed * live
+    # One sum per (namespace, affinity): identical tasks share it, and the events keep it current.
+    memo_key = ("preferred", task.namespace, task.sched_key[3])
+    weighted = pods.memo.get(memo_key)
+    if weighted is None:
+        specs = []
+        for term, sign in terms:
+            weight = int(term.get("weight", 0))
+            if weight:
+                aff = term.get("podAffinityTerm") or {}
+                specs.append((aff.get("namespaces") or [task.namespace], aff.get("labelSelector"),
+                              aff.get("topologyKey", ""), sign * weight))
+        weighted = pods.weighted(memo_key, specs)
     raw = np.zeros(len(idx))
-    for key, per_domain in by_key.items():
+    for key, per_domain in weighted.sums.items():
         raw += pods.per_row(per_domain, key)[full_rows]
     diff = raw.max() - raw.min()
     if diff > 0:
