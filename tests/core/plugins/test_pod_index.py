@@ -131,7 +131,7 @@ def _check(ssn, probe, mask) -> None:
         assert got == [(r, m.tolist()) for r, m in want]
 
 
-@settings(max_examples=150)
+@settings(max_examples=100)
 @given(clusters())
 def test_indexed_inter_pod_answers_equal_the_pod_by_pod_walk(case):
     nodes, jobs, ops, mask = case
