@@ -13,8 +13,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from scheduler_core.model import TaskStatus
 from scheduler_core.plugins.node_static import NodeStatic, pod_terms, term_matches
 from scheduler_core.plugins.pod_index import PodIndex
@@ -34,25 +32,39 @@ def live_pod_count(table: NodeTable, row: int) -> int:
     return sum(1 for t in node.tasks.values() if t.status is not RELEASING)
 
 
-def _domain_rows(static: NodeStatic, key: str, row: int) -> list[int]:
-    """Rows in the row's domain of `key` (none when the row lacks the label)."""
-    return np.flatnonzero(static.domain(key, [row])).tolist()
-
-
 def _existing_anti(plugin: PredicatesPlugin, task: TaskInfo, row: int, table: NodeTable,
                    static: NodeStatic) -> bool:
-    """Some staying pod in the row's domain has a required anti-affinity term selecting the task."""
+    """Some staying pod in the row's domain has a required anti-affinity term selecting the task.
+
+    Holders are grouped by (namespace, affinity) with the rows of their staying members (kept
+    until a holder moves): each group's terms are matched once, then only domain values compared.
+    """
+    for rep, rows in _staying_groups(plugin, table).values():
+        for term in pod_terms(rep, "podAntiAffinity"):
+            if not term_matches(term, rep, task):
+                continue
+            values = static.values(term.get("topologyKey", ""))
+            v = values[row]
+            if v is not None and any(values[h] == v for h in rows):
+                return True
+    return False
+
+
+def _staying_groups(plugin: PredicatesPlugin, table: NodeTable) -> dict[tuple, tuple[TaskInfo, list[int]]]:
+    """Anti-affinity holders on their node and not leaving, by (namespace, affinity)."""
+    cached = plugin.staying
+    if cached is not None and cached[0] == plugin._anti_version:
+        return cached[1]
+    groups: dict[tuple, tuple[TaskInfo, list[int]]] = {}
     for holder in plugin.anti_holders.values():
         if holder.status is RELEASING or holder.node_name is None:
             continue
         hrow = table.index.get(holder.node_name)
         if hrow is None or holder.uid not in table.nodes[hrow].tasks:
             continue
-        for term in pod_terms(holder, "podAntiAffinity"):
-            key = term.get("topologyKey", "")
-            if term_matches(term, holder, task) and hrow in _domain_rows(static, key, row):
-                return True
-    return False
+        groups.setdefault((holder.namespace, holder.sched_key[3]), (holder, []))[1].append(hrow)
+    plugin.staying = (plugin._anti_version, groups)
+    return groups
 
 
 def _own_anti(task: TaskInfo, row: int, pods: PodIndex) -> bool:

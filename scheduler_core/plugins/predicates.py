@@ -113,6 +113,7 @@ class PredicatesPlugin(Plugin):
         self._anti_version = 0
         self._anti_cache: dict[tuple, tuple[int, np.ndarray]] = {}
         self._groups: tuple[int, dict] | None = None
+        self.staying: tuple[int, dict] | None = None  # predicate_rows' holders not leaving, per version
         self._cache: dict[tuple, Masks] = {}
         # Tolerations of 10,000 tasks usually repeat: their taint groups are cached separately.
         self._taint_cache: dict[str, Masks] = {}
@@ -281,7 +282,7 @@ class PredicatesPlugin(Plugin):
         self._taint_cache.clear()
         self.anti_holders = {t.uid: t for n in ssn.node_table.nodes for t in n.tasks.values()
                              if pod_terms(t, "podAntiAffinity")}
-        self._anti_version, self._groups = 0, None
+        self._anti_version, self._groups, self.staying = 0, None, None
         self._anti_cache.clear()
         self.pods = session_index(ssn)
 
@@ -321,4 +322,4 @@ class PredicatesPlugin(Plugin):
         self._taint_cache.clear()
         self.anti_holders.clear()
         self._anti_cache.clear()
-        self._groups = None
+        self._groups = self.staying = None

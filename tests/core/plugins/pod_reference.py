@@ -180,3 +180,40 @@ def pod_affinity_failures(task, table, static, anti_holders, only_affinity=False
     if fail.any():
         out.append((POD_ANTI_AFFINITY, fail))
     return out
+
+
+def row_failure(plugin, task, row, table, static):
+    """predicate_rows.resolvable_row_failure, pod by pod (Releasing tasks counted as gone)."""
+    from scheduler_core.plugins.predicate_rows import live_pod_count
+    from scheduler_core.plugins.predicates import EXISTING_ANTI_AFFINITY, POD_ANTI_AFFINITY, TOO_MANY_PODS
+
+    def domain_rows(key):
+        return np.flatnonzero(static.domain(key, [row])).tolist()
+
+    limit = int(table.max_pods[row])
+    if limit > 0 and live_pod_count(table, row) >= limit:
+        return TOO_MANY_PODS
+    if plugin.pod_affinity_on:
+        for holder in plugin.anti_holders.values():
+            if holder.status is TaskStatus.RELEASING or holder.node_name is None:
+                continue
+            hrow = table.index.get(holder.node_name)
+            if hrow is None or holder.uid not in table.nodes[hrow].tasks:
+                continue
+            for term in pod_terms(holder, "podAntiAffinity"):
+                if term_matches(term, holder, task) and hrow in domain_rows(term.get("topologyKey", "")):
+                    return EXISTING_ANTI_AFFINITY
+        for term in pod_terms(task, "podAntiAffinity"):
+            for r in domain_rows(term.get("topologyKey", "")):
+                for t in table.nodes[r].tasks.values():
+                    if t.status is not TaskStatus.RELEASING and term_matches(term, task, t):
+                        return POD_ANTI_AFFINITY
+    if plugin.spread_on and task.topology_spread_constraints:
+        for reason, mask in spread_failures(task, table, static):
+            if reason == SPREAD_MISMATCH and mask[row]:
+                return SPREAD_MISMATCH
+    if plugin.proportional:
+        for reason, mask in plugin.proportional_failures(task, table):
+            if mask[row]:
+                return reason
+    return None

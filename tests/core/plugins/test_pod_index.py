@@ -2,9 +2,10 @@
 
 On generated clusters (nodes with and without zone / rack labels, pods of two namespaces with
 random labels, some leaving) a pending task with random preferred and required pod
-(anti-)affinity terms and topology spread constraints is scored and filtered through the
-plugins' session indexes and through `pod_reference`, after each of a random sequence of
-placements, evictions and discards (the indexes follow the session's events).
+(anti-)affinity terms and topology spread constraints is scored and filtered (whole table and
+preempt's one-row re-check) through the plugins' session indexes and through `pod_reference`,
+after each of a random sequence of placements, evictions and discards (the indexes follow the
+session's events).
 """
 
 from __future__ import annotations
@@ -99,7 +100,8 @@ def clusters(draw):
     jobs = []
     for ns in NAMESPACES:
         pods = [task(f"{ns}-p{k}", cpu="100m", status=draw(st.sampled_from(("Running", "Releasing"))),
-                     node=f"n{draw(st.integers(0, n - 1))}", labels=draw(label_sets))
+                     node=f"n{draw(st.integers(0, n - 1))}", labels=draw(label_sets),
+                     affinity=draw(st.none() | affinities()))  # required anti-affinity: holders
                 for k in range(draw(st.integers(0, 8)))]
         jobs.append(job(f"old-{ns}", tasks=pods, namespace=ns, phase="Running"))
     probe = task("probe", labels=draw(label_sets), affinity=draw(affinities()),
@@ -129,6 +131,8 @@ def _check(ssn, probe, mask) -> None:
         got = [(r, m.tolist()) for r, m in masks]
         want = ref.pod_affinity_failures(probe, table, static, pred.anti_holders, only)
         assert got == [(r, m.tolist()) for r, m in want]
+    for row in range(len(table)):  # preempt / reclaim's one-row re-check
+        assert pred.row_failure(probe, row, table) == ref.row_failure(pred, probe, row, table, static)
 
 
 @settings(max_examples=100)
@@ -153,3 +157,24 @@ def test_indexed_inter_pod_answers_equal_the_pod_by_pod_walk(case):
             stmt.commit()
             stmt = ssn.statement()
         _check(ssn, probe, mask)
+
+
+def test_row_recheck_sees_existing_anti_affinity_until_the_holder_leaves():
+    anti = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "zone"}]}}
+    nodes = [node(name, labels={"zone": name[0]}) for name in ("a1", "a2", "b1")]
+    holders = [task(f"h{i}", status="Running", node="a1", affinity=anti, cpu="100m") for i in range(2)]
+    probe = task("probe", labels={"app": "web"})
+    jobs = [job("old", tasks=holders, phase="Running"), job("new", tasks=[probe])]
+    ssn = open_session(snapshot(nodes=nodes, jobs=jobs), conf("allocate", [["predicates", "nodeorder"]]))
+    pred, table = ssn.plugins["predicates"], ssn.node_table
+    probe = ssn.jobs["ns/new"].tasks["ns/probe"]
+    existing = "node(s) didn't satisfy existing pods anti-affinity rules"
+    assert [pred.row_failure(probe, r, table) for r in range(3)] == [existing, existing, None]
+    stmt = ssn.statement()
+    stmt.evict(ssn.jobs["ns/old"].tasks["ns/h0"], "test")
+    assert [pred.row_failure(probe, r, table) for r in range(3)] == [existing, existing, None]
+    stmt.evict(ssn.jobs["ns/old"].tasks["ns/h1"], "test")
+    assert [pred.row_failure(probe, r, table) for r in range(3)] == [None, None, None]
+    stmt.discard()
+    assert [pred.row_failure(probe, r, table) for r in range(3)] == [existing, existing, None]
