@@ -3,7 +3,8 @@
 Actions and plugins record candidates while the session runs (`ssn.record_reason(job_uid, code,
 message, plugin, details)` into `ssn.reason_records`, `ssn.record_fit_errors(job_uid, task_uid,
 FitErrors)` into `ssn.fit_errors`); `build_reasons(ssn)` picks the most specific one per job:
-InvalidJob, NeverFits (computed here, never_fits.py), QueueClosed, NotEnqueued,
+InvalidJob, NeverFits (computed here, never_fits.py), Deferred (over the work budget,
+framework.work_budget), QueueClosed, NotEnqueued,
 QueueOverCapability, QueueOverDeserved, GangUnschedulable / NodeFit, WaitingForPreemption, else
 Unknown. Wording follows Volcano.
 Exception: a job with pipelined tasks and a WaitingForPreemption record (preempt/reclaim evicted
@@ -37,6 +38,9 @@ class ReasonCode(StrEnum):
     """Reason codes of scheduling-semantics.md section 7 (value = name)."""
 
     NeverFits = "NeverFits"
+    # Not in the semantics' list: the job's evaluation went over its work budget this cycle
+    # (framework.work_budget); it is tried again next cycle.
+    Deferred = "Deferred"
     QueueClosed = "QueueClosed"
     InvalidJob = "InvalidJob"
     NotEnqueued = "NotEnqueued"
@@ -50,10 +54,11 @@ class ReasonCode(StrEnum):
 
 # Most specific first; GangUnschedulable and NodeFit share a rank (built from the job's state).
 # NeverFits is computed, never recorded: it comes right after InvalidJob (never_fits.py).
-PRECEDENCE = (ReasonCode.InvalidJob, ReasonCode.NeverFits, ReasonCode.QueueClosed, ReasonCode.NotEnqueued,
-              ReasonCode.QueueOverCapability, ReasonCode.QueueOverDeserved)
-RECORDED = (ReasonCode.QueueClosed, ReasonCode.NotEnqueued, ReasonCode.QueueOverCapability,
-            ReasonCode.QueueOverDeserved)
+# Deferred (the evaluation was stopped part way) outranks what the partial evaluation recorded.
+PRECEDENCE = (ReasonCode.InvalidJob, ReasonCode.NeverFits, ReasonCode.Deferred, ReasonCode.QueueClosed,
+              ReasonCode.NotEnqueued, ReasonCode.QueueOverCapability, ReasonCode.QueueOverDeserved)
+RECORDED = (ReasonCode.Deferred, ReasonCode.QueueClosed, ReasonCode.NotEnqueued,
+            ReasonCode.QueueOverCapability, ReasonCode.QueueOverDeserved)
 # Record details that are the recorder's own view mid-session: rendered again at close.
 RENDERED_KEYS = frozenset({"refusal", "queue_chain", "limit", "failed_queue"})
 # Quota refusals give way to WaitingForPreemption once preempt/reclaim pipelined the job's tasks.

@@ -121,6 +121,9 @@ class SessionResult:
     node_scores: dict[str, TaskScores] | None = None
     # job uid -> the PodGroup condition the gang plugin set at close (none for a job it skipped).
     conditions: dict[str, PodGroupCondition] = field(default_factory=dict)
+    # Work units of the session (framework.work_budget.WorkMeter.summary): units, budget,
+    # deferred (job uid -> units when stopped), max_job.
+    work: dict[str, Any] = field(default_factory=dict)
 
     def warn(self, message: str) -> None:
         """Add a warning once (plugins may be built more than once per process)."""

@@ -18,7 +18,8 @@ from scheduler_core.result import SessionResult
 
 
 def run_session(snapshot: ClusterSnapshot, conf: SchedulerConf | None = None, *,
-                record_scores: bool | int | None = None, node_scan: NodeScan | None = None) -> SessionResult:
+                record_scores: bool | int | None = None, node_scan: NodeScan | None = None,
+                work_budget: int | None = None) -> SessionResult:
     """Open a session, run the conf's actions in order, close it. Deterministic.
 
     The snapshot is changed in place (task statuses, node accounting): pass a fresh one.
@@ -30,6 +31,8 @@ def run_session(snapshot: ClusterSnapshot, conf: SchedulerConf | None = None, *,
     An action named in the conf but not implemented is skipped with a warning.
     `node_scan`: the feasible-node search's rotating index (framework.node_search), moved on in
     place; keep it from cycle to cycle as Volcano does (None = a fresh one, at the first node).
+    `work_budget`: work units one job's evaluation may cost (framework.work_budget; 0 =
+    unlimited, None = the process default); a job over it is deferred (reason Deferred).
     """
     conf = conf or DEFAULT_CONF
     load_all()
@@ -37,7 +40,8 @@ def run_session(snapshot: ClusterSnapshot, conf: SchedulerConf | None = None, *,
         started = time.perf_counter()
         screen(snapshot)
         screened = time.perf_counter() - started
-        ssn = open_session(snapshot, conf, record_scores=top_count(record_scores), node_scan=node_scan)
+        ssn = open_session(snapshot, conf, record_scores=top_count(record_scores), node_scan=node_scan,
+                           work_budget=work_budget)
         ssn.result.timing["screen_s"] = round(screened, 6)
         for name in conf.actions:
             builder = action_builders.get(name)
@@ -56,14 +60,15 @@ def run_session(snapshot: ClusterSnapshot, conf: SchedulerConf | None = None, *,
 
 def run_session_isolated(build: Callable[[], ClusterSnapshot], conf: SchedulerConf | None = None,
                          attempts: int = 4, *, record_scores: bool | int | None = None,
-                         node_scan: NodeScan | None = None) -> tuple[ClusterSnapshot, SessionResult]:
+                         node_scan: NodeScan | None = None,
+                         work_budget: int | None = None) -> tuple[ClusterSnapshot, SessionResult]:
     """run_session on `build()`; when a job's failure could not be undone inside the session
     (SessionJobError), run again on a fresh `build()` with that job set aside from the start.
 
     Returns the snapshot the result belongs to (the caller's writes need its identities).
     The last attempt's error propagates: something other than one job is wrong.
-    `record_scores` and `node_scan` as for run_session (a retry starts from the index the
-    failed attempt started from).
+    `record_scores`, `node_scan` and `work_budget` as for run_session (a retry starts from the
+    index the failed attempt started from).
     """
     aside: dict[str, JobError] = {}
     start = node_scan.next_index if node_scan is not None else 0
@@ -74,7 +79,8 @@ def run_session_isolated(build: Callable[[], ClusterSnapshot], conf: SchedulerCo
         if node_scan is not None:
             node_scan.next_index = start
         try:
-            return snapshot, run_session(snapshot, conf, record_scores=record_scores, node_scan=node_scan)
+            return snapshot, run_session(snapshot, conf, record_scores=record_scores, node_scan=node_scan,
+                                         work_budget=work_budget)
         except SessionJobError as exc:
             if attempt == attempts - 1 or exc.job_uid in aside:
                 raise

@@ -66,6 +66,15 @@ DEMO_ARRIVALS = env_bool("DEMO_ARRIVALS")
 # Scheduler: the cycle process keeps its snapshot between cycles and applies only what changed
 # (PostgreSQL; schedweb.scheduling.incremental); a full load every this many cycles regardless.
 SCHEDULER_FULL_RELOAD_EVERY = int(os.environ.get("SCHEDULER_FULL_RELOAD_EVERY", "100"))
+# Scheduler: work units one job's evaluation may cost per session (scheduler_core.framework.
+# work_budget; 0 = unlimited, unset = the scheduler's default): over it the job is deferred to the
+# next cycle (reason Deferred). Every session of this process: cycles, dry runs, previews, forecasts.
+SCHEDULER_WORK_BUDGET: int | None = None
+if os.environ.get("SCHEDULER_WORK_BUDGET", "").strip():
+    if not os.environ["SCHEDULER_WORK_BUDGET"].strip().isdigit():
+        raise ImproperlyConfigured("SCHEDULER_WORK_BUDGET must be a whole number of work units "
+                                   "(0 = unlimited).")
+    SCHEDULER_WORK_BUDGET = int(os.environ["SCHEDULER_WORK_BUDGET"])
 # Scheduler: "why these nodes" (schedweb.scheduling.placement_scores): each cycle keeps the node
 # scores (top SCHEDULER_RECORD_SCORES nodes, 0 = off) of at most SCHEDULER_RECORD_SCORES_PER_JOB
 # tasks a job that it bound or pipelined; not in a burst of more than

@@ -93,7 +93,8 @@ class AllocateAction(Action):
                 queues.push(queue)
                 continue
             # A failed round is undone by the guard; the Placer then forgets what it cached.
-            with guard(ssn, job, self.name, on_failure=self._placer.forget) as scope:
+            with guard(ssn, job, self.name, on_failure=self._placer.forget,
+                       on_defer=self._placer.deferred) as scope:
                 tasks = pending.get(job.uid)
                 if tasks is None:
                     tasks = TaskList(ssn, (t for t in job.pending_tasks() if not t.best_effort))

@@ -60,6 +60,8 @@ class Placer:
         # recorder's cache of per-plugin scores by row.
         self._recorder = ssn.score_recorder
         self._parts: dict[object, dict] = {}
+        # The class key being worked on: what `deferred` drops when a job is stopped mid-way.
+        self._current: object = None
 
     def best(self, task: TaskInfo) -> tuple[int, bool] | None:
         """(row, pipelined) of the best node for the task, or None when no node fits.
@@ -67,7 +69,7 @@ class Placer:
         Among rows passing the predicates, those whose idle fits win over those where only the
         future idle fits; then the highest score; ties go to the lowest row (name first).
         """
-        key = self.class_key(task)
+        key = self._current = self.class_key(task)
         log = self._log
         known = self._failed.get(key)
         if known is not None and known[0] == len(log.rows):
@@ -114,7 +116,8 @@ class Placer:
         log.add(ChangeLog.ALL if spreads(task) else row)
         asked, state = self._asked
         if asked is not task:
-            state = self._states.get(self.class_key(task))
+            self._current = self.class_key(task)
+            state = self._states.get(self._current)
         if state is not None:
             state.catch_up(log)
             if count > 1:
@@ -125,6 +128,15 @@ class Placer:
         for task in tasks:
             if task.node_name is not None:
                 self._log.add(self._index[task.node_name], released=True)
+
+    def deferred(self, tasks: Iterable[TaskInfo]) -> None:
+        """A job was stopped mid-evaluation (over its work budget, framework.work_budget) and its
+        placed `tasks` are about to be undone: the class it was evaluating may be half-updated
+        (dropped, rebuilt when asked again); the tasks' rows gain room."""
+        self._states.pop(self._current, None)
+        self._failed.pop(self._current, None)
+        self._asked = (None, None)
+        self.released(tasks)
 
     def forget(self) -> None:
         """Something changed that no log entry describes (a failed job was undone): recompute all."""

@@ -72,7 +72,7 @@ def to_snapshot(spec: dict[str, Any]) -> ClusterSnapshot:
                 node_name=t.get("node"), role=t.get("role", ""), priority=pc.value,
                 preemption_policy=pc.preemption_policy, node_selector=dict(t.get("node_selector", {})),
                 tolerations=[dict(x) for x in t.get("tolerations", ())], labels=dict(t.get("labels", {})),
-                created=j["created"]))
+                affinity=t.get("affinity"), created=j["created"]))
         jobs.append(job)
     return ClusterSnapshot.build(nodes=nodes, queues=queues, jobs=jobs, priority_classes=pcs.values(),
                                  now=spec.get("now", 0.0))

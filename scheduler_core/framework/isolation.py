@@ -12,6 +12,9 @@ Two layers, both ending in the same place (`InvalidJob` for that job, the sessio
   trusted: `SessionJobError` escapes, and `scheduler.run_session_isolated` runs the session again
   on a fresh snapshot with that job set aside from the start.
 Every set-aside job is listed in `result.job_errors` (uid -> JobError.to_json()).
+The guard also bounds a job's cost: it names the job to the session's work meter, and a job
+over its work budget (`framework.work_budget`) is undone the same way but *deferred* (reason
+Deferred, tried again next cycle), not set aside.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from scheduler_core.framework.work_budget import WorkBudgetExceeded
 from scheduler_core.model import OCCUPYING_STATUSES, TaskStatus
 
 if TYPE_CHECKING:
@@ -174,23 +178,57 @@ class GuardScope:
         return stmt
 
 
+def _undo(scope: GuardScope, job: JobInfo, error: JobError) -> None:
+    try:
+        for stmt in reversed(scope.statements):
+            stmt.discard()
+    except Exception as undo_exc:
+        raise SessionJobError(job.uid, error) from undo_exc
+
+
+def defer(ssn: Session, job: JobInfo, exc: WorkBudgetExceeded, where: str) -> None:
+    """Record that the job went over its work budget: reason Deferred, once per session."""
+    from scheduler_core.reasons import ReasonCode
+
+    meter = ssn.work
+    if job.uid in meter.deferred:
+        return
+    meter.deferred[job.uid] = exc.used
+    ssn.record_reason(job.uid, ReasonCode.Deferred, exc.message(), where,
+                      {"work_units": exc.used, "work_budget": exc.budget, "action": where})
+
+
 @contextmanager
-def guard(ssn: Session, job: JobInfo, where: str,
-          on_failure: Callable[[], Any] | None = None) -> Iterator[GuardScope]:
+def guard(ssn: Session, job: JobInfo, where: str, on_failure: Callable[[], Any] | None = None,
+          on_defer: Callable[[list[TaskInfo]], Any] | None = None) -> Iterator[GuardScope]:
     """Run one job's work; on an exception set the job aside and undo what its statements did.
 
-    `on_failure` runs after the undo (an action's caches that must forget the undone work).
+    The session's work meter charges the block's work to the job (framework.work_budget): over
+    its budget, the statements are undone the same way and the job is deferred (reason
+    Deferred, not set aside). `on_failure` runs after the undo (an action's caches that must
+    forget the undone work); for a deferral, `on_defer(placed tasks)` runs before the undo
+    instead when given (a cheaper, targeted forget), else `on_failure` after it.
     """
     scope = GuardScope(ssn)
+    meter = getattr(ssn, "work", None)
+    outer = meter.job if meter is not None else None
+    if meter is not None:
+        meter.job = job.uid
     try:
         yield scope
+    except WorkBudgetExceeded as exc:
+        if on_defer is not None:
+            on_defer([t for stmt in scope.statements for t in stmt.placed_tasks()])
+        _undo(scope, job, error_of(exc, where))
+        defer(ssn, job, exc, where)
+        if on_defer is None and on_failure is not None:
+            on_failure()
     except Exception as exc:
         error = error_of(exc, where)
-        try:
-            for stmt in reversed(scope.statements):
-                stmt.discard()
-        except Exception as undo_exc:
-            raise SessionJobError(job.uid, error) from undo_exc
+        _undo(scope, job, error)
         ssn.quarantine(job, error)
         if on_failure is not None:
             on_failure()
+    finally:
+        if meter is not None:
+            meter.job = outer

@@ -27,6 +27,7 @@ from scheduler_core.framework.node_search import FeasibleSearch, NodeScan
 from scheduler_core.framework.node_table import NodeTable
 from scheduler_core.framework.operations import SessionOperations
 from scheduler_core.framework.registry import load_all, plugin_builders
+from scheduler_core.framework.work_budget import WorkMeter
 from scheduler_core.model import ClusterSnapshot, JobInfo, JobPhase, NodeInfo, QueueInfo, TaskInfo, TaskStatus
 from scheduler_core.node_scores import ScoreRecorder, top_count
 from scheduler_core.reasons import build_reasons
@@ -38,7 +39,7 @@ class Session(SessionOperations, CallbackRegistry):
     """Snapshot + callbacks + the operations actions use."""
 
     def __init__(self, snapshot: ClusterSnapshot, conf: SchedulerConf,
-                 node_scan: NodeScan | None = None) -> None:
+                 node_scan: NodeScan | None = None, work_budget: int | None = None) -> None:
         self.snapshot = snapshot
         self.conf = conf
         self.jobs: dict[str, JobInfo] = snapshot.jobs
@@ -73,6 +74,8 @@ class Session(SessionOperations, CallbackRegistry):
             self.result.job_errors[uid] = error.to_json()
         # Per-node score recording (scheduler_core.node_scores), None = off: set by open_session.
         self.score_recorder: ScoreRecorder | None = None
+        # Work units per job against the budget (framework.work_budget); the guards name the job.
+        self.work = WorkMeter(work_budget)
         self._opened_at = time.perf_counter()
 
     # -- small lookups -------------------------------------------------------------------------
@@ -130,6 +133,7 @@ class Session(SessionOperations, CallbackRegistry):
             if hit is not None:
                 return hit
         table = self.node_table
+        self.work.charge_task(task, len(table))
         ok = table.all_rows()
         failures: list[tuple[str, np.ndarray]] = []
         for name, (fn, static) in entries:
@@ -165,6 +169,7 @@ class Session(SessionOperations, CallbackRegistry):
         fns = self._flat("node_order") + self._flat("batch_node_order")
         scores = np.zeros(n)
         rows = np.flatnonzero(mask)
+        self.work.charge_task(task, len(rows))
         if 0 < len(rows) * 4 < n:
             view = table.view(rows)
             ones = np.ones(len(rows), dtype=bool)
@@ -209,6 +214,7 @@ class Session(SessionOperations, CallbackRegistry):
         one-row view, exactly as node_scores would.
         """
         fns = self.row_score_fns()
+        self.work.charge_task(task, 1)
         if all(fn is not None for _, fn in fns):
             total = 0.0
             for _, fn in fns:
@@ -263,16 +269,17 @@ class Session(SessionOperations, CallbackRegistry):
 
 
 def open_session(snapshot: ClusterSnapshot, conf: SchedulerConf, record_scores: bool | int = False,
-                 node_scan: NodeScan | None = None) -> Session:
+                 node_scan: NodeScan | None = None, work_budget: int | None = None) -> Session:
     """Build the session and every configured plugin; call on_session_open in tier order.
 
     `record_scores` (True = top 10, N = top N) records the per-node scores of the placement
     decisions into `result.node_scores` at close (scheduler_core.node_scores); off by default.
     `node_scan` is the feasible-node search's rotating index the caller keeps across sessions
-    (None: a fresh one, starting at the first node).
+    (None: a fresh one, starting at the first node). `work_budget`: work units per job
+    (framework.work_budget; None = the process default).
     """
     load_all()
-    ssn = Session(snapshot, conf, node_scan)
+    ssn = Session(snapshot, conf, node_scan, work_budget)
     top = top_count(record_scores)
     if top:
         ssn.score_recorder = ScoreRecorder(ssn, top)
@@ -347,6 +354,7 @@ def close_session(ssn: Session) -> SessionResult:
                 plugin.on_session_close(ssn)
                 res.timing[f"plugin_{opt.name}_close_s"] = round(time.perf_counter() - started, 6)
     res.reasons = build_reasons(ssn)
+    res.work = ssn.work.summary()
     if ssn.score_recorder is not None:
         res.node_scores = ssn.score_recorder.finish(res)
     res.timing["session_s"] = round(time.perf_counter() - ssn._opened_at, 6)

@@ -31,6 +31,7 @@ from scheduler_core.framework.interface import Plugin
 from scheduler_core.framework.registry import register_plugin
 from scheduler_core.framework.signature import Signature
 from scheduler_core.plugins.node_static import NodeStatic, tolerates
+from scheduler_core.plugins.pod_index import PodIndex, session_index
 from scheduler_core.plugins.pod_spread import (
     SOFT,
     constraints,
@@ -133,10 +134,11 @@ class NodeOrderPlugin(Plugin):
         self._affinity: dict[str, np.ndarray] = {}
         self._taints: dict[str, np.ndarray] = {}
         self._full: NodeTable | None = None  # the session's NodeTable (views are scored at its rows)
+        self.pods: PodIndex | None = None  # matching pods per term and domain, kept by the events
 
     def affinity_scores(self, task: TaskInfo, static: NodeStatic) -> np.ndarray:
         """Sum of matching preferred node affinity term weights per row (cached per affinity)."""
-        key = repr(task.affinity)
+        key = task.sched_key[3]  # the affinity's canonical text, computed once per task
         hit = self._affinity.get(key)
         if hit is None:
             hit = np.zeros(static.n)
@@ -241,9 +243,9 @@ class NodeOrderPlugin(Plugin):
         static = self._static(table)
         out = np.zeros(len(table))
         if self.weights["podtopologyspread"]:
-            out += self.weights["podtopologyspread"] * spread_scores(task, table, static, mask)
+            out += self.weights["podtopologyspread"] * spread_scores(task, table, static, mask, self.pods)
         if self.weights["podaffinity"] and task.affinity:
-            out += self.weights["podaffinity"] * pod_affinity_scores(task, table, static, mask)
+            out += self.weights["podaffinity"] * pod_affinity_scores(task, table, static, mask, self.pods)
         return out
 
     def score(self, task: TaskInfo, table: NodeTable, mask: np.ndarray) -> np.ndarray:
@@ -284,12 +286,13 @@ class NodeOrderPlugin(Plugin):
         """Register the node order and batch node order scores."""
         self.static = None
         self._full = ssn.node_table
+        self.pods = session_index(ssn)
         ssn.add_node_order_fn(self.name, self.score, row_fn=self.row_score, signature=self.signature)
         ssn.add_batch_node_order_fn(self.name, self.batch_score, row_fn=self.batch_row_score,
                                     signature=self.signature)
 
     def on_session_close(self, ssn: Session) -> None:
         """Drop per-session caches."""
-        self.static = self._full = None
+        self.static = self._full = self.pods = None
         self._affinity.clear()
         self._taints.clear()

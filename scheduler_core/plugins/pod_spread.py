@@ -17,6 +17,8 @@
   subtracts it), normalised to 0..100 over the scored nodes. Existing pods' preferred terms
   towards the task (kube's symmetric part) are not scored.
 Releasing tasks are leaving (terminating pods): they never count.
+Matching pods are counted by the plugin's `pod_index.PodIndex` (per term and topology domain,
+kept current by the session's events); called without one, a one-off index is built.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import numpy as np
 
 from scheduler_core.model import TaskStatus
 from scheduler_core.plugins.node_static import NodeStatic, selector_matches
+from scheduler_core.plugins.pod_index import PodIndex
 
 if TYPE_CHECKING:
     from scheduler_core.framework.node_table import NodeTable
@@ -60,6 +63,16 @@ def live_tasks(node: NodeInfo) -> list[TaskInfo]:
     return [t for t in node.tasks.values() if t.status is not TaskStatus.RELEASING]
 
 
+def full_table(table: NodeTable) -> NodeTable:
+    """The session's table behind a view (a view's rows index it)."""
+    return table if table.rows is None else table._full  # type: ignore[attr-defined]
+
+
+def index_of(table: NodeTable, static: NodeStatic, pods: PodIndex | None) -> PodIndex:
+    """The plugin's session index, or a one-off index of the table's pods (direct calls)."""
+    return pods if pods is not None else PodIndex(full_table(table), static)
+
+
 def _eligible(task: TaskInfo, c: dict, static: NodeStatic, keys: list[str]) -> np.ndarray:
     """Nodes whose pods count for the constraint (kube's node inclusion policies)."""
     ok = np.ones(static.n, dtype=bool)
@@ -73,29 +86,27 @@ def _eligible(task: TaskInfo, c: dict, static: NodeStatic, keys: list[str]) -> n
     return ok
 
 
-def domain_counts(task: TaskInfo, c: dict, static: NodeStatic, nodes: list[NodeInfo],
-                  eligible: np.ndarray) -> dict[str, int]:
-    """Matching pods per domain value of the constraint's key, over the eligible nodes."""
+def spread_counts(task: TaskInfo, c: dict, pods: PodIndex,
+                  eligible: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(matching pods per domain id of the constraint's key, ids of the domains with an eligible
+    row): pods of the task's namespace matching the constraint's selector, on eligible rows."""
     key = c.get("topologyKey", "")
-    values = static.values(key)
-    selector = spread_selector(c, task)
-    counts: dict[str, int] = {}
-    for row in np.flatnonzero(eligible).tolist():
-        v = values[row]
-        n = counts.get(v, 0)
-        for t in nodes[row].tasks.values():
-            if (t.status is not TaskStatus.RELEASING and t.namespace == task.namespace
-                    and selector_matches(selector, t.labels)):
-                n += 1
-        counts[v] = n
-    return counts
+    ids, ndom = pods.domain_ids(key)
+    rows, counts = pods.live_rows(pods.term([task.namespace], spread_selector(c, task)))
+    per_domain = np.zeros(ndom + 1, dtype=np.int64)
+    on = eligible[rows]
+    np.add.at(per_domain, ids[rows[on]], counts[on])
+    present = np.unique(ids[eligible])
+    return per_domain, present[present < ndom]
 
 
-def spread_failures(task: TaskInfo, table: NodeTable, static: NodeStatic) -> list[tuple[str, np.ndarray]]:
+def spread_failures(task: TaskInfo, table: NodeTable, static: NodeStatic,
+                    pods: PodIndex | None = None) -> list[tuple[str, np.ndarray]]:
     """(reason, failing rows) of the DoNotSchedule constraints: missing label, then skew."""
     hard = constraints(task, HARD)
     if not hard:
         return []
+    pods = index_of(table, static, pods)
     keys = [c.get("topologyKey", "") for c in hard]
     has_all = np.ones(static.n, dtype=bool)
     for k in keys:
@@ -105,44 +116,47 @@ def spread_failures(task: TaskInfo, table: NodeTable, static: NodeStatic) -> lis
         out.append((SPREAD_MISSING_LABEL, ~has_all))
     skewed = np.zeros(static.n, dtype=bool)
     for c in hard:
-        counts = domain_counts(task, c, static, table.nodes, _eligible(task, c, static, keys))
-        minimum = min(counts.values()) if counts else 0
-        if len(counts) < int(c.get("minDomains") or 0):
+        per_domain, present = spread_counts(task, c, pods, _eligible(task, c, static, keys))
+        minimum = int(per_domain[present].min()) if len(present) else 0
+        if len(present) < int(c.get("minDomains") or 0):
             minimum = 0  # fewer domains than asked for: the missing ones count as empty
         self_match = 1 if selector_matches(spread_selector(c, task), task.labels) else 0
-        values = static.values(c.get("topologyKey", ""))
         limit = int(c.get("maxSkew", 1)) + minimum - self_match
-        for row in np.flatnonzero(has_all).tolist():
-            if counts.get(values[row], 0) > limit:
-                skewed[row] = True
+        # Domains without an eligible row count 0 (their pods are not counted).
+        counted = np.zeros(len(per_domain), dtype=np.int64)
+        counted[present] = per_domain[present]
+        ids, _ = pods.domain_ids(c.get("topologyKey", ""))
+        skewed |= has_all & (counted[ids] > limit)
     if skewed.any():
         out.append((SPREAD_MISMATCH, skewed))
     return out
 
 
-def spread_scores(task: TaskInfo, table: NodeTable, static: NodeStatic, mask: np.ndarray) -> np.ndarray:
+def spread_scores(task: TaskInfo, table: NodeTable, static: NodeStatic, mask: np.ndarray,
+                  pods: PodIndex | None = None) -> np.ndarray:
     """Normalised ScheduleAnyway scores (0..100) per row of `table`; rows outside `mask` 0."""
     out = np.zeros(len(table))
     soft = constraints(task, SOFT)
     idx = np.flatnonzero(mask)
     if not soft or not len(idx):
         return out
+    pods = index_of(table, static, pods)
     full_rows = idx if table.rows is None else table.rows[idx]
     keys = [c.get("topologyKey", "") for c in soft]
     has_all = np.ones(static.n, dtype=bool)
     for k in keys:
         has_all &= static.present(k)
     scored = full_rows[has_all[full_rows]]
-    nodes = table.nodes if table.rows is None else table._full.nodes  # type: ignore[attr-defined]
     raw = np.zeros(static.n)
     for c in soft:
-        key = c.get("topologyKey", "")
-        values = static.values(key)
-        counts = domain_counts(task, c, static, nodes, _eligible(task, c, static, keys))
-        weight = math.log(len({values[r] for r in scored.tolist()}) + 2)
+        per_domain, present = spread_counts(task, c, pods, _eligible(task, c, static, keys))
+        counted = np.zeros(len(per_domain), dtype=np.int64)
+        counted[present] = per_domain[present]
+        ids, _ = pods.domain_ids(c.get("topologyKey", ""))
+        weight = math.log(len(np.unique(ids[scored])) + 2)
         skew = int(c.get("maxSkew", 1)) - 1
-        for r in scored.tolist():
-            raw[r] += counts.get(values[r], 0) * weight + skew
+        # Row by row the same float operations as one `+=` per row and constraint.
+        raw[scored] += counted[ids[scored]] * weight + skew
     if not len(scored):
         return out
     s = np.round(raw[scored])
@@ -163,39 +177,44 @@ def preferred_terms(task: TaskInfo, kind: str) -> list[dict]:
                 or [])
 
 
-def pod_affinity_scores(task: TaskInfo, table: NodeTable, static: NodeStatic, mask: np.ndarray) -> np.ndarray:
-    """Normalised preferred inter-pod (anti-)affinity scores (0..100); rows outside `mask` 0."""
-    out = np.zeros(len(table))
+def weighted_terms(task: TaskInfo) -> list[tuple[dict, int]]:
+    """The task's preferred pod terms with their signed weight (anti-affinity negative)."""
     terms = [(t, 1) for t in preferred_terms(task, "podAffinity")]
     terms += [(t, -1) for t in preferred_terms(task, "podAntiAffinity")]
+    return terms
+
+
+def pod_affinity_scores(task: TaskInfo, table: NodeTable, static: NodeStatic, mask: np.ndarray,
+                        pods: PodIndex | None = None) -> np.ndarray:
+    """Normalised preferred inter-pod (anti-)affinity scores (0..100); rows outside `mask` 0.
+
+    Per topology key, the signed weights times the matching pods of each domain are summed over
+    the terms (`PodIndex.weighted`: made once per task class from the domain counts, then moved
+    by each placement's event), then read at the scored rows: keys x rows per call, the same
+    integers kube's per-node accumulation gives.
+    """
+    out = np.zeros(len(table))
+    terms = weighted_terms(task)
     idx = np.flatnonzero(mask)
     if not terms or not len(idx):
         return out
+    pods = index_of(table, static, pods)
     full_rows = idx if table.rows is None else table.rows[idx]
-    nodes = table.nodes if table.rows is None else table._full.nodes  # type: ignore[attr-defined]
-    # topology key -> domain value -> summed weight
-    score: dict[str, dict[str, float]] = {}
-    for row, node in enumerate(nodes):
-        pods = live_tasks(node)
-        if not pods:
-            continue
+    # One sum per (namespace, affinity): identical tasks share it, and the events keep it current.
+    memo_key = ("preferred", task.namespace, task.sched_key[3])
+    weighted = pods.memo.get(memo_key)
+    if weighted is None:
+        specs = []
         for term, sign in terms:
             weight = int(term.get("weight", 0))
-            aff = term.get("podAffinityTerm") or {}
-            key = aff.get("topologyKey", "")
-            value = static.values(key)[row]
-            if not weight or value is None:
-                continue
-            namespaces = aff.get("namespaces") or [task.namespace]
-            hits = sum(1 for p in pods if p.namespace in namespaces
-                       and selector_matches(aff.get("labelSelector"), p.labels))
-            if hits:
-                by_value = score.setdefault(key, {})
-                by_value[value] = by_value.get(value, 0.0) + sign * weight * hits
+            if weight:
+                aff = term.get("podAffinityTerm") or {}
+                specs.append((aff.get("namespaces") or [task.namespace], aff.get("labelSelector"),
+                              aff.get("topologyKey", ""), sign * weight))
+        weighted = pods.weighted(memo_key, specs)
     raw = np.zeros(len(idx))
-    for key, by_value in score.items():
-        values = static.values(key)
-        raw += np.array([by_value.get(values[r], 0.0) for r in full_rows.tolist()])
+    for key, per_domain in weighted.sums.items():
+        raw += pods.per_row(per_domain, key)[full_rows]
     diff = raw.max() - raw.min()
     if diff > 0:
         out[idx] = np.trunc(MAX_NODE_SCORE * ((raw - raw.min()) / diff))

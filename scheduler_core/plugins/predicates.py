@@ -44,7 +44,8 @@ from scheduler_core.plugins.node_static import (  # noqa: F401  (re-exported: pl
     term_matches,
     tolerates,
 )
-from scheduler_core.plugins.pod_spread import SPREAD_MISSING_LABEL, spread_failures
+from scheduler_core.plugins.pod_index import PodIndex, session_index
+from scheduler_core.plugins.pod_spread import SPREAD_MISSING_LABEL, index_of, spread_failures
 from scheduler_core.plugins.predicate_rows import resolvable_row_failure
 
 if TYPE_CHECKING:
@@ -107,6 +108,12 @@ class PredicatesPlugin(Plugin):
                 # Volcano resets negative rates to 1.
                 self.proportional[name] = (cpu if cpu >= 0 else 1.0, mem if mem >= 0 else 1.0)
         self.static: NodeStatic | None = None
+        self.pods: PodIndex | None = None  # matching pods per term and domain, kept by the events
+        # Existing anti-affinity: bumped whenever a holder moves; answers and groups per version.
+        self._anti_version = 0
+        self._anti_cache: dict[tuple, tuple[int, np.ndarray]] = {}
+        self._groups: tuple[int, dict] | None = None
+        self.staying: tuple[int, dict] | None = None  # predicate_rows' holders not leaving, per version
         self._cache: dict[tuple, Masks] = {}
         # Tolerations of 10,000 tasks usually repeat: their taint groups are cached separately.
         self._taint_cache: dict[str, Masks] = {}
@@ -161,17 +168,12 @@ class PredicatesPlugin(Plugin):
         """kube's InterPodAffinity filter: existing anti-affinity, then the task's own terms.
 
         `only_affinity`: just the task's required pod affinity (what no eviction can fix).
+        Pods matching the task's terms come from the pod index (per term and domain, Releasing
+        pods included: they still hold their place), not from a walk over every pod.
         """
         out: Masks = []
-        if not only_affinity:
-            bad = np.zeros(len(table), dtype=bool)
-            for holder in list(self.anti_holders.values()):
-                row = table.index.get(holder.node_name) if holder.node_name else None
-                if row is None or holder.uid not in table.nodes[row].tasks:
-                    continue  # moved off its node (discarded) since it was recorded
-                for term in pod_terms(holder, "podAntiAffinity"):
-                    if term_matches(term, holder, task):
-                        bad |= static.domain(term.get("topologyKey", ""), [row])
+        if not only_affinity and self.anti_holders:
+            bad = self.existing_anti(task, table, static)
             if bad.any():
                 out.append((EXISTING_ANTI_AFFINITY, bad))
         affinity, anti = pod_terms(task, "podAffinity"), pod_terms(task, "podAntiAffinity")
@@ -179,31 +181,74 @@ class PredicatesPlugin(Plugin):
             anti = []
         if not affinity and not anti:
             return out
-        # The task itself is not excluded: actions ask with one representative of a class of
-        # identical tasks, which may already sit on a node for its siblings.
-        pods = [(i, t) for i, n in enumerate(table.nodes) for t in n.tasks.values()]
+        pods = index_of(table, static, self.pods)
+
+        def occupied(term: dict) -> np.ndarray | None:
+            # Rows whose domain holds a matching pod (None: no matching pod anywhere).
+            # The task itself is not excluded: actions ask with one representative of a class
+            # of identical tasks, which may already sit on a node for its siblings.
+            t = pods.term(term.get("namespaces") or [task.namespace], term.get("labelSelector"))
+            if not t.total:
+                return None
+            key = term.get("topologyKey", "")
+            live, leaving = pods.domain_counts(t, key)
+            return pods.per_row(live + leaving, key) > 0
+
         if affinity:
             fail = np.zeros(len(table), dtype=bool)
             for term in affinity:
-                rows = [i for i, t in pods if term_matches(term, task, t)]
-                key = term.get("topologyKey", "")
-                if rows:
-                    fail |= ~static.domain(key, rows)
+                rows = occupied(term)
+                if rows is not None:
+                    fail |= ~rows
                 elif not term_matches(term, task, task):
                     fail[:] = True
                 else:
                     # First pod of a self-affine group: any node with the topology key will do.
-                    fail |= ~static.present(key)
+                    fail |= ~static.present(term.get("topologyKey", ""))
             if fail.any():
                 out.append((POD_AFFINITY, fail))
         fail = np.zeros(len(table), dtype=bool)
         for term in anti:
-            rows = [i for i, t in pods if term_matches(term, task, t)]
-            if rows:
-                fail |= static.domain(term.get("topologyKey", ""), rows)
+            rows = occupied(term)
+            if rows is not None:
+                fail |= rows
         if fail.any():
             out.append((POD_ANTI_AFFINITY, fail))
         return out
+
+    def existing_anti(self, task: TaskInfo, table: NodeTable, static: NodeStatic) -> np.ndarray:
+        """Rows in the domain of a placed pod whose required anti-affinity selects the task.
+
+        Holders are grouped by (namespace, affinity): a group's terms are matched once against
+        the task's namespace and labels, and the answer is kept per such task class until a
+        holder is placed or removed (`_anti_version`).
+        """
+        ckey = (task.namespace, tuple(sorted(task.labels.items())))
+        hit = self._anti_cache.get(ckey)
+        if hit is not None and hit[0] == self._anti_version:
+            return hit[1]
+        bad = np.zeros(len(table), dtype=bool)
+        for rep, rows in self._anti_groups(table).values():
+            for term in pod_terms(rep, "podAntiAffinity"):
+                if term_matches(term, rep, task):
+                    bad |= static.domain(term.get("topologyKey", ""), rows)
+        bad.flags.writeable = False
+        self._anti_cache[ckey] = (self._anti_version, bad)
+        return bad
+
+    def _anti_groups(self, table: NodeTable) -> dict[tuple, tuple[TaskInfo, list[int]]]:
+        """Holders still on their node, by (namespace, affinity): a representative and the rows."""
+        if self._groups is not None and self._groups[0] == self._anti_version:
+            return self._groups[1]
+        groups: dict[tuple, tuple[TaskInfo, list[int]]] = {}
+        for holder in list(self.anti_holders.values()):
+            row = table.index.get(holder.node_name) if holder.node_name else None
+            if row is None or holder.uid not in table.nodes[row].tasks:
+                continue  # moved off its node (discarded) since it was recorded
+            entry = groups.setdefault((holder.namespace, holder.sched_key[3]), (holder, []))
+            entry[1].append(row)
+        self._groups = (self._anti_version, groups)
+        return groups
 
     def _static_of(self, table: NodeTable) -> NodeStatic:
         static = self.static
@@ -220,7 +265,8 @@ class PredicatesPlugin(Plugin):
         if self.pod_affinity_on and pod_terms(task, "podAffinity"):
             out.extend(self.pod_affinity_failures(task, table, static, only_affinity=True))
         if self.spread_on and task.topology_spread_constraints:
-            out.extend(f for f in spread_failures(task, table, static) if f[0] == SPREAD_MISSING_LABEL)
+            out.extend(f for f in spread_failures(task, table, static, self.pods)
+                       if f[0] == SPREAD_MISSING_LABEL)
         return out
 
     def row_failure(self, task: TaskInfo, row: int, table: NodeTable) -> str | None:
@@ -236,12 +282,20 @@ class PredicatesPlugin(Plugin):
         self._taint_cache.clear()
         self.anti_holders = {t.uid: t for n in ssn.node_table.nodes for t in n.tasks.values()
                              if pod_terms(t, "podAntiAffinity")}
+        self._anti_version, self._groups, self.staying = 0, None, None
+        self._anti_cache.clear()
+        self.pods = session_index(ssn)
 
         def on_allocate(ev: Event) -> None:
             if pod_terms(ev.task, "podAntiAffinity"):
                 self.anti_holders[ev.task.uid] = ev.task
+                self._anti_version += 1
 
-        ssn.add_event_handler(EventHandler(allocate_func=on_allocate))
+        def on_deallocate(ev: Event) -> None:
+            if ev.task.uid in self.anti_holders:
+                self._anti_version += 1
+
+        ssn.add_event_handler(EventHandler(allocate_func=on_allocate, deallocate_func=on_deallocate))
 
         def predicate(task: TaskInfo, table: NodeTable) -> Masks:
             static = self._static_of(table)
@@ -253,7 +307,7 @@ class PredicatesPlugin(Plugin):
             if self.pod_affinity_on:
                 out.extend(self.pod_affinity_failures(task, table, static))
             if self.spread_on and task.topology_spread_constraints:
-                out.extend(spread_failures(task, table, static))
+                out.extend(spread_failures(task, table, static, self.pods))
             if self.proportional:
                 out.extend(self.proportional_failures(task, table))
             return out
@@ -263,7 +317,9 @@ class PredicatesPlugin(Plugin):
 
     def on_session_close(self, ssn: Session) -> None:
         """Drop per-session caches."""
-        self.static = None
+        self.static = self.pods = None
         self._cache.clear()
         self._taint_cache.clear()
         self.anti_holders.clear()
+        self._anti_cache.clear()
+        self._groups = self.staying = None

@@ -13,6 +13,7 @@ from schedweb.core.models import Job, Task
 # What each scheduler_core ReasonCode means, said to a team lead (first half of the sentence).
 REASON_LABELS: dict[str, str] = {
     "NeverFits": "Can never run",
+    "Deferred": "Deferred: too costly this cycle",
     "QueueClosed": "Queue closed",
     "InvalidJob": "Invalid job",
     "NotEnqueued": "Not admitted yet",
@@ -26,6 +27,8 @@ REASON_LABELS: dict[str, str] = {
 }
 REASON_SENTENCES: dict[str, str] = {
     "NeverFits": "The job can never run as submitted, whatever else finishes",
+    "Deferred": "Evaluating the job cost more than one job may in a scheduling cycle, so it was put off "
+                "to the next cycle",
     "QueueClosed": "Its queue is closed, so it will not be scheduled until the queue is opened again",
     "InvalidJob": "The job is invalid and will never be scheduled as it is",
     "NotEnqueued": "The job has not been admitted: starting it would exceed a quota or the cluster's room",

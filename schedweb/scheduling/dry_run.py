@@ -4,12 +4,17 @@ Admins try a configuration before activating it. The state is loaded exactly as 
 it (`adapter.load_state`), the session runs in memory, and the answer says what would change:
 binds, pipelined tasks, evictions, job phase changes, reasons, and per-queue deserved /
 allocated / share before (the newest cycle's sample) and after.
+The session is bounded as a cycle is: each job's evaluation by the work budget
+(`SCHEDULER_WORK_BUDGET`, scheduler_core.framework.work_budget), so a costly job is answered as
+deferred (reason Deferred) instead of holding the web thread; `work` gives the units, the budget
+and the deferred jobs.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.utils import timezone
 
 from scheduler_core.framework.conf import SchedulerConf, parse_conf
@@ -34,9 +39,11 @@ def dry_run(*, yaml: str | None = None) -> dict[str, Any]:
     now = timezone.now()
     conf, _ = with_rescheduling_last_run(conf, now.timestamp())
     loaded = []
-    _, result = run_session_isolated(lambda: loaded.append(load_state(now)) or loaded[-1].snapshot, conf)
+    _, result = run_session_isolated(lambda: loaded.append(load_state(now)) or loaded[-1].snapshot, conf,
+                                     work_budget=getattr(settings, "SCHEDULER_WORK_BUDGET", None))
     state = loaded[-1]
     out = result.to_json()
+    out["work"] = result.work
     out["config_version"] = version
     out["job_phase_changes"] = {
         uid: {"from": state.jobs[uid].phase, "to": phase}
