@@ -90,9 +90,20 @@ def decode_token(token: str, ordering: list[str]) -> list[Any]:
     return values
 
 
-def after(ordering: list[str], values: list[Any]) -> Q:
+def _nullable(model: Any, path: str) -> bool:
+    """Whether the (possibly related, `a__b`) field can be NULL; True when it cannot be resolved."""
+    try:
+        for part in path.split("__")[:-1]:
+            model = model._meta.get_field(part).related_model
+        field = model._meta.get_field(path.split("__")[-1])
+    except (AttributeError, LookupError, ValueError):
+        return True
+    return bool(getattr(field, "null", True))
+
+
+def after(ordering: list[str], values: list[Any], model: Any = None) -> Q:
     """Rows strictly after the row with `values` in `ordering` (NULLs last ascending, first
-    descending, as `ordered` sorts them)."""
+    descending, as `ordered` sorts them; no NULL test on a column that cannot hold one)."""
     condition, equal = Q(pk__in=[]), Q()
     for term, value in zip(ordering, values, strict=True):
         field, descending = term.lstrip("-"), term.startswith("-")
@@ -100,8 +111,9 @@ def after(ordering: list[str], values: list[Any]) -> Q:
             beyond = Q(**{f"{field}__isnull": False}) if descending else Q(pk__in=[])
             same = Q(**{f"{field}__isnull": True})
         else:
-            beyond = Q(**{f"{field}__lt": value}) if descending else (
-                Q(**{f"{field}__gt": value}) | Q(**{f"{field}__isnull": True}))
+            beyond = Q(**{f"{field}__lt" if descending else f"{field}__gt": value})
+            if not descending and (model is None or _nullable(model, field)):
+                beyond |= Q(**{f"{field}__isnull": True})
             same = Q(**{field: value})
         condition |= equal & beyond
         equal &= same
@@ -158,7 +170,7 @@ class ApiPagination(LimitOffsetPagination):
         self.count = self.get_count(queryset)
         rows = queryset
         if token is not None:
-            rows = rows.filter(after(self.ordering, decode_token(token, self.ordering)))
+            rows = rows.filter(after(self.ordering, decode_token(token, self.ordering), queryset.model))
         page = list(rows[:self.limit + 1])
         self._last = page[self.limit - 1] if len(page) > self.limit else None
         self._keyset = True

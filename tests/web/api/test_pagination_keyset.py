@@ -80,3 +80,30 @@ def test_every_list_walks_by_continue(jobs):
             page = client.get(page["next"]).json()
             seen += _ids(page)
         assert len(seen) == len(set(seen)) == page["count"], path
+
+
+@pytest.mark.parametrize("ordering", ["started", "-started"])
+def test_nullable_columns_page_without_loss(jobs, ordering):
+    from django.utils import timezone
+    from rest_framework.request import Request
+    from rest_framework.test import APIRequestFactory
+
+    from schedweb.api.pagination import ApiPagination
+    from schedweb.core.models import Task
+
+    _, queue, _ = jobs
+    job = make_job(queue, "many", tasks=6)
+    for task in job.tasks.order_by("id")[:3]:
+        Task.objects.filter(pk=task.pk).update(started=timezone.now())
+    tasks = Task.objects.order_by(ordering)
+    seen, token = [], None
+    while True:
+        query = "?limit=2" + (f"&continue={token}" if token else "")
+        paginator = ApiPagination()
+        page = paginator.paginate_queryset(tasks, Request(APIRequestFactory().get("/x/" + query)))
+        seen += [t.pk for t in page]
+        token = paginator.continue_token()
+        if token is None:
+            break
+    assert sorted(seen) == sorted(Task.objects.values_list("pk", flat=True))
+    assert len(seen) == len(set(seen))
