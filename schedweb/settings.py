@@ -258,10 +258,9 @@ REST_FRAMEWORK: dict = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PAGINATION_CLASS": "schedweb.api.pagination.ApiPagination",
     "EXCEPTION_HANDLER": "schedweb.api.exceptions.api_exception_handler",
-    # JSON bodies nested at most MAX_JSON_DEPTH deep (schedweb.api.parsers; the limit is below).
-    "DEFAULT_PARSER_CLASSES": ["schedweb.api.parsers.BoundedJSONParser",
-                               "rest_framework.parsers.FormParser",
-                               "rest_framework.parsers.MultiPartParser"],
+    # JSON bodies only, nested at most MAX_JSON_DEPTH deep (schedweb.api.parsers; the limit is
+    # below); no form or multipart: any other Content-Type is a 415. YAML where a view says so.
+    "DEFAULT_PARSER_CLASSES": ["schedweb.api.parsers.BoundedJSONParser"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     # Per-client request rates (default cache: shared through Redis when REDIS_URL is set).
@@ -293,7 +292,9 @@ SPECTACULAR_SETTINGS = {
     "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums",
                              "schedweb.api.schema_links.add_links",
                              "schedweb.api.schema_strict.strict_bodies",
-                             "schedweb.api.schema_tags.describe_operations"],
+                             "schedweb.api.schema_tags.describe_operations",
+                             "schedweb.api.schema_errors.declare_errors",
+                             "schedweb.api.schema_nullable.nullable_refs"],
 }
 
 LOGGING = {

@@ -23,11 +23,13 @@ from schedweb.api.manifests import (
     PREEMPTABLE_ANNOTATION,
     QUEUE_API,
     SLA_ANNOTATION,
+    TASK_NAMES_ANNOTATION,
     TASK_SPEC_ANNOTATION,
     format_duration,
     parse_duration,
 )
 from schedweb.core.quantities import to_quantities
+from schedweb.core.validation import DNS_LABEL
 
 # Free-form JSON columns the export reads as text (`<field>_json`, see `json_columns`) and decodes
 # here: Django's own decoding of a 900-level value is a RecursionError before any view code runs.
@@ -188,12 +190,12 @@ def job_to_podgroup(job, tasks) -> list[dict]:
 
 
 def job_to_vcjob(job, tasks) -> dict:
-    """A job as a batch.volcano.sh Job: per role its replicas and a template (the one it was
-    imported with, else one written from its first pod), with the passthrough fields."""
+    """A job as a batch.volcano.sh Job with the passthrough fields: the tasks it was imported
+    with as written, every other task in a Volcano task per distinct (role, pod template)."""
     passthrough = job.passthrough if (job.passthrough or {}).get("kind") == "Job" else {}
     roles: dict[str, list] = {}
     for task in tasks:
-        roles.setdefault(task.role or "default", []).append(task)
+        roles.setdefault(task.role or "", []).append(task)
     min_task_member = job.min_task_member or {}
     spec_tasks = []
     for kept in passthrough.get("tasks") or []:
@@ -204,13 +206,9 @@ def job_to_vcjob(job, tasks) -> dict:
         entry.update({k: v for k, v in kept.items() if k not in ("name", "template")})
         entry["template"] = kept.get("template") or {}
         spec_tasks.append(entry)
-    for role, members in roles.items():
-        meta, pod_spec = _pod_parts(members[0])
-        entry = {"name": role, "replicas": len(members)}
-        if role in min_task_member:
-            entry["minAvailable"] = min_task_member[role]
-        entry["template"] = {"metadata": meta, "spec": pod_spec} if meta else {"spec": pod_spec}
-        spec_tasks.append(entry)
+    rest = [task for members in roles.values() for task in members]
+    spec_tasks.extend(vcjob_tasks(job.name, sorted(rest, key=lambda t: t.id), min_task_member,
+                                  taken={t["name"] for t in spec_tasks}, first_index=len(spec_tasks)))
     kept_spec = passthrough.get("spec") or {}
     scheduler = kept_spec.get("schedulerName", "volcano")
     spec: dict[str, Any] = {"minAvailable": job.min_member, "schedulerName": scheduler,
@@ -220,6 +218,48 @@ def job_to_vcjob(job, tasks) -> dict:
     spec.update({k: v for k, v in kept_spec.items() if k != "schedulerName"})
     spec["tasks"] = spec_tasks
     return {"apiVersion": JOB_API, "kind": "Job", "metadata": _job_metadata(job), "spec": spec}
+
+
+def vcjob_tasks(job_name: str, tasks: list, min_task_member: dict[str, int], *, taken: set[str],
+                first_index: int = 0) -> list[dict]:
+    """Volcano tasks for `tasks`: one per distinct (role, pod template), in the order of their
+    first task, with `replicas` its task count. The import names pods `<job>-<task>-<index>`
+    and takes the task's name as their role: a group whose names are not so lists them in its
+    template's TASK_NAMES_ANNOTATION, so the import gives every pod its name back."""
+    groups: dict[tuple[str, str], tuple[dict, dict, list]] = {}
+    for task in tasks:
+        meta, pod_spec = _pod_parts(task)
+        key = (task.role or "", json.dumps([meta, pod_spec], sort_keys=True, default=str))
+        groups.setdefault(key, (meta, pod_spec, []))[2].append(task)
+    out: list[dict] = []
+    for (role, _), (meta, pod_spec, members) in groups.items():
+        index = first_index + len(out)
+        name = _volcano_task_name(job_name, role, [t.name for t in members], taken, index)
+        taken.add(name)
+        names = [t.name for t in members]
+        if names != [f"{job_name}-{name}-{r}" for r in range(len(members))]:
+            listed = {**meta.get("annotations", {}), TASK_NAMES_ANNOTATION: ",".join(names)}
+            meta = {**meta, "annotations": listed}
+        entry: dict[str, Any] = {"name": name, "replicas": len(members)}
+        if name == role and role in min_task_member:
+            entry["minAvailable"] = min_task_member[role]
+        entry["template"] = {"metadata": meta, "spec": pod_spec} if meta else {"spec": pod_spec}
+        out.append(entry)
+    return out
+
+
+def _volcano_task_name(job_name: str, role: str, names: list[str], taken: set[str], index: int) -> str:
+    """The first of: the role, the `<task>` of Volcano-style pod names `<job>-<task>-<i>`, the
+    first pod's name, `task<index>`, that Volcano's admission takes (a DNS label, not taken,
+    pod name `<job>-<task>-<index>` within 63 characters)."""
+    prefix = f"{job_name}-"
+    volcano_style = names[0].removeprefix(prefix).rsplit("-", 1)[0] if names[0].startswith(prefix) else ""
+    for candidate in (role, volcano_style, names[0], f"task{index}"):
+        pod = f"{job_name}-{candidate}-{index}"
+        if (candidate and candidate not in taken and len(candidate) <= 63 and DNS_LABEL.match(candidate)
+                and len(pod) <= 63):
+            return candidate
+    return f"task{index}"
 
 
 def dump_documents(docs: list[dict]) -> str:

@@ -30,6 +30,7 @@ from schedweb.api.manifests_base import (  # noqa: F401 - the module's public na
     PRIORITY_CLASS_APIS,
     QUEUE_API,
     SLA_ANNOTATION,
+    TASK_NAMES_ANNOTATION,
     TASK_SPEC_ANNOTATION,
     ManifestError,
     check_json_values,

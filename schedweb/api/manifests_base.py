@@ -20,6 +20,9 @@ TASK_SPEC_ANNOTATION = "volcano.sh/task-spec"
 PREEMPTABLE_ANNOTATION = "volcano.sh/preemptable"
 SLA_ANNOTATION = "sla-waiting-time"
 DURATION_ANNOTATION = "schedweb.io/duration-seconds"
+# On a batch Job task template: its pods' names, comma-separated, when they are not Volcano's
+# `<job>-<task>-<index>` (a job submitted over JSON names its tasks freely).
+TASK_NAMES_ANNOTATION = "schedweb.io/task-names"
 
 METADATA_KEYS = {"name", "namespace", "annotations", "labels", "uid", "resourceVersion", "generation",
                  "creationTimestamp", "managedFields", "ownerReferences", "finalizers", "selfLink"}

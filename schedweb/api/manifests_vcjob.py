@@ -20,6 +20,7 @@ from schedweb.api.manifests_base import (
     DURATION_ANNOTATION,
     PREEMPTABLE_ANNOTATION,
     SLA_ANNOTATION,
+    TASK_NAMES_ANNOTATION,
     TASK_SPEC_ANNOTATION,
     bool_annotation,
     check_keys,
@@ -217,6 +218,19 @@ def job_from_podgroup(doc: dict, pods: list[tuple[dict, str]], path: str,
     return JobDoc(data, path, "PodGroup", fields, task_paths, task_names, passthrough)
 
 
+def pod_names(job: str, task: str, replicas: int, template_meta: dict, meta_path: str) -> list[str]:
+    """The pods of one batch Job task: Volcano's `<job>-<task>-<index>`, or the names its
+    template's TASK_NAMES_ANNOTATION lists (the export writes it for tasks named otherwise)."""
+    listed = (template_meta.get("annotations") or {}).get(TASK_NAMES_ANNOTATION)
+    if listed is None:
+        return [f"{job}-{task}-{r}" for r in range(replicas)]
+    where = f"{meta_path}.annotations.{TASK_NAMES_ANNOTATION}"
+    names = str(listed).split(",")
+    if len(names) != replicas or len(set(names)) != replicas:
+        fail(where, f"Expected {replicas} distinct comma-separated pod names (one per replica).")
+    return [name_of(n, where) for n in names]
+
+
 def job_from_vcjob(doc: dict, path: str, priority_classes: dict[str, int]) -> JobDoc:
     """A Volcano batch Job as job submit data: pods `<job>-<task>-<i>`, role = task name.
 
@@ -257,8 +271,9 @@ def job_from_vcjob(doc: dict, path: str, priority_classes: dict[str, int]) -> Jo
         template = obj(t.get("template"), f"{tpath}.template")
         tmeta = obj(template.get("metadata"), f"{tpath}.template.metadata")
         tspec = obj(template.get("spec"), f"{tpath}.template.spec")
+        names = pod_names(meta["name"], role, replicas, tmeta, f"{tpath}.template.metadata")
         for r in range(replicas):
-            tasks.append(_task_from_pod_spec(f"{meta['name']}-{role}-{r}", role, tmeta, tspec,
+            tasks.append(_task_from_pod_spec(names[r], role, tmeta, tspec,
                                              f"{tpath}.template", priority_classes, priority_class))
             task_paths.append(f"{tpath}.template")
             task_names.append(f"{tpath}.name")

@@ -34,7 +34,7 @@ router.register("tokens", TokenViewSet, basename="token")
 router.register("audit", AuditEntryViewSet, basename="audit")
 router.register("cycles", CycleViewSet, basename="cycle")
 
-scheduler_config = SchedulerConfigViewSet.as_view({"get": "list", "put": "replace"})
+scheduler_config = SchedulerConfigViewSet.as_view({"get": "active", "put": "replace"})
 scheduler_config_versions = SchedulerConfigViewSet.as_view({"get": "versions"})
 scheduler_config_dry_run = SchedulerConfigViewSet.as_view({"post": "dry_run"})
 

@@ -70,10 +70,13 @@ class ApiClient:
         return self.request("POST", path, params=params, body=body, **kwargs)
 
     def iter_list(self, path: str, params: Params = None, limit: int = 0) -> Iterator[dict]:
-        """Every item of a paginated list (limit/offset pages), at most `limit` when above 0."""
-        offset, seen = 0, 0
+        """Every item of a paginated list, at most `limit` when above 0. Pages are followed by
+        their `continue` token (keyset pages: rows arriving meanwhile neither repeat nor hide
+        one); a server without tokens is paged by offset."""
+        offset, seen, token = 0, 0, None
         while True:
-            page = self.get(path, {**(params or {}), "limit": PAGE_SIZE, "offset": offset})
+            query = {**(params or {}), "limit": PAGE_SIZE}
+            page = self.get(path, {**query, "continue": token} if token else {**query, "offset": offset})
             items = page if isinstance(page, list) else (page or {}).get("results") or []
             for item in items:
                 yield item
@@ -83,7 +86,7 @@ class ApiClient:
             # A plain list is the whole answer; a page tells whether more follow.
             if isinstance(page, list) or not page.get("next") or not items:
                 return
-            offset += len(items)
+            offset, token = offset + len(items), page.get("continue")
 
     def list_all(self, path: str, params: Params = None, limit: int = 0) -> list[dict]:
         """`iter_list` as a list."""

@@ -73,7 +73,7 @@ class NamespaceQuotaSerializer(StrictSerializer):
     hard = ResourceField()
     used = serializers.SerializerMethodField()
 
-    def get_used(self, obj) -> dict[str, int | float]:
+    def get_used(self, obj) -> dict[str, float]:
         """Requests of the namespace's unfinished tasks (the view computes all of a page at once)."""
         used = self.context.get("namespace_used")
         if used is None or obj.namespace not in used:

@@ -6,6 +6,7 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from schedweb.api.serializers.base import JSONObjectField, ResourceField, StrictSerializer
@@ -103,6 +104,48 @@ class QueueWriteSerializer(StrictSerializer):
 
 class QueueStateSerializer(StrictSerializer):
     """Body of the open / close actions (empty; the action names the state)."""
+
+
+def _amounts(help_text: str) -> serializers.DictField:
+    return serializers.DictField(child=serializers.FloatField(), allow_null=True, help_text=help_text)
+
+
+class QueueTreeFiguresSerializer(serializers.Serializer):
+    """Schema of a tree node's `figures` (output units: cpu in cores, memory in bytes)."""
+
+    deserved = _amounts("The queue's deserved share in the newest cycle (null before any cycle).")
+    allocated = _amounts("Requests of its subtree's running tasks.")
+    request = _amounts("Requests of its subtree's unfinished tasks.")
+    guarantee = _amounts("As configured (null: none).")
+    capability = _amounts("As configured (null: unbounded).")
+    real_capability = _amounts("The capability the scheduler applied (null before any cycle).")
+    share = serializers.FloatField(allow_null=True)
+    pending_jobs = serializers.IntegerField()
+
+
+@extend_schema_field({"type": "array", "items": {"$ref": "#/components/schemas/QueueTreeNode"}})
+class _SubtreeField(serializers.ListField):
+    """The children of a tree node: tree nodes again (a recursive schema)."""
+
+
+class QueueTreeNodeSerializer(serializers.Serializer):
+    """Schema of one queue of GET queues/tree/ (queue_node builds it)."""
+
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    weight = serializers.IntegerField()
+    priority = serializers.IntegerField()
+    state = serializers.ChoiceField(choices=QUEUE_STATES)
+    reclaimable = serializers.BooleanField()
+    figures = QueueTreeFiguresSerializer()
+    children = _SubtreeField()
+
+
+class QueueTreeSerializer(serializers.Serializer):
+    """Schema of GET queues/tree/: the implicit root and the top-level queues' subtrees."""
+
+    name = serializers.CharField()
+    children = QueueTreeNodeSerializer(many=True)
 
 
 def queue_node(queue, children: dict, figures: dict[int, dict[str, Any]]) -> dict[str, Any]:

@@ -132,8 +132,9 @@ class SchedulerConfigViewSet(viewsets.GenericViewSet):
         (DRF's OPTIONS metadata calls get_object for PUT)."""
         return self._active()
 
-    def list(self, request):
-        """The active configuration."""
+    @extend_schema(operation_id="v1_scheduler_config_retrieve", responses={200: SchedulerConfigSerializer})
+    def active(self, request):
+        """The active configuration (one object: the action is not a list)."""
         return Response(self.get_serializer(self._active()).data)
 
     @extend_schema(request=SchedulerConfigWriteSerializer, responses={200: SchedulerConfigSerializer})
@@ -146,9 +147,10 @@ class SchedulerConfigViewSet(viewsets.GenericViewSet):
 
     @extend_schema(request={"application/json": SchedulerConfigDryRunSerializer,
                             "application/yaml": OpenApiTypes.STR},
-                   responses={200: OpenApiResponse(description="What one session would change (no writes): "
+                   responses={200: OpenApiResponse(response=OpenApiTypes.OBJECT, description=(
+                       "What one session would change (no writes): "
                                                    "binds, pipelined, evictions, job_phase_changes, "
-                                                   "reasons, queues (after) and queues_before.")})
+                       "reasons, queues (after) and queues_before."))})
     def dry_run(self, request):
         """Run one session on the current state with the given (or the active) configuration:
         JSON {"yaml": ...} or the YAML itself (Content-Type application/yaml)."""

@@ -109,7 +109,8 @@ class ForecastListView(APIView):
         parameters=[OpenApiParameter("ids", OpenApiTypes.STR, description=(
             f"Comma-separated job ids (at most {MAX_IDS}): one answer each, in this order, unknown ids "
             "left out. Without it: every job the newest forecast answered, by id, paginated.")),
-            OpenApiParameter("limit", OpenApiTypes.INT), OpenApiParameter("offset", OpenApiTypes.INT)],
+            OpenApiParameter("limit", OpenApiTypes.INT), OpenApiParameter("offset", OpenApiTypes.INT),
+            OpenApiParameter("continue", OpenApiTypes.STR, description="The previous page's `continue`.")],
         responses={200: JobForecastSerializer(many=True)}, operation_id="v1_jobs_forecasts_list",
         summary="List the estimated starts of jobs")
     def get(self, request):

@@ -70,7 +70,13 @@ class JobPlacementsSerializer(serializers.Serializer):
     results = PlacementSerializer(many=True)
 
 
-PARAMETERS = [OpenApiParameter("limit", OpenApiTypes.INT), OpenApiParameter("offset", OpenApiTypes.INT)]
+# `continue` (the next page's token, schedweb.api.pagination) is a Python keyword: added by name.
+JobPlacementsSerializer._declared_fields["continue"] = serializers.CharField(
+    allow_null=True, help_text="Token of the next page (?continue=); null on the last page.")
+
+
+PARAMETERS = [OpenApiParameter("limit", OpenApiTypes.INT), OpenApiParameter("offset", OpenApiTypes.INT),
+              OpenApiParameter("continue", OpenApiTypes.STR, description="The previous page's `continue`.")]
 
 
 class _Placements(APIView):

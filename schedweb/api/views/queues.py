@@ -21,6 +21,7 @@ from schedweb.api.serializers.queues import (
     QueueHistorySerializer,
     QueueSerializer,
     QueueStateSerializer,
+    QueueTreeSerializer,
     QueueWriteSerializer,
     history_body,
     queue_node,
@@ -187,7 +188,8 @@ class QueueViewSet(viewsets.GenericViewSet):
         found = queue_history(queue.name, since, until, query.validated_data.get("points") or DEFAULT_POINTS)
         return Response(QueueHistorySerializer(history_body(found)).data)
 
-    @extend_schema(responses={200: OpenApiResponse(description="The whole queue hierarchy with figures")})
+    @extend_schema(responses={200: OpenApiResponse(QueueTreeSerializer, description=(
+        "The whole queue hierarchy with figures"))})
     @action(detail=False, methods=["get"], pagination_class=None, filter_backends=[])
     def tree(self, request):
         """The whole hierarchy in one response; parents' allocated/request/pending sum their subtree.

@@ -64,7 +64,7 @@ GOOD = [
     ("queues", "parent=root&ordering=-name", 2),  # top and the default queue
     ("queues", "parent=top", 1),
     ("nodes", "unschedulable=false", 1),
-    ("nodes", "unschedulable=0&limit=1000000", 1),
+    ("nodes", "unschedulable=0&limit=1000", 1),
 ]
 
 

@@ -85,7 +85,7 @@ def test_batch_for_the_job_lists(cluster, make_user, client_for):
     assert response.json() == {"results": [expected["gang"], expected["long"], expected["small"]]}
     # Without ids: every job the newest forecast answered, by id, paginated.
     page = client.get("/api/v1/jobs/forecasts/").json()
-    assert page == {"count": 2, "next": None, "previous": None,
+    assert page == {"count": 2, "next": None, "previous": None, "continue": None,
                     "results": [expected["small"], expected["gang"]]}
     later = _job("later", "q2", [60])
     assert client.get(f"/api/v1/jobs/forecasts/?ids={later.pk}").json()["results"][0]["sentence"] == \

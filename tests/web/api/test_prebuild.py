@@ -102,7 +102,9 @@ def test_the_readers_host_scheme_and_page_links_are_kept(cluster, make_user, com
     api_cache.clear_local()
     body = api.get(path, secure=True)
     assert computed == []
-    assert body.json()["next"] == "https://api.example.org/api/v1/jobs/?limit=1&offset=1&ordering=name"
+    next_page = body.json()["next"]
+    assert next_page.startswith("https://api.example.org/api/v1/jobs/?continue=")
+    assert next_page.endswith("&limit=1&ordering=name")
     assert api.get(path).json()["next"].startswith("http://api.example.org/")  # another body: computed
     assert computed == [("reader", path)]
 
