@@ -399,7 +399,7 @@ class QueueInfo:
 
 @dataclass(eq=False, slots=True)
 class NodeInfo:
-    """A node with Volcano's accounting (seed 003): see add_task/remove_task."""
+    """A node with Volcano's accounting (docs/semantics.md section 2): see add_task/remove_task."""
 
     name: str
     allocatable: Resource
@@ -424,7 +424,8 @@ class NodeInfo:
         return self.idle.clone().add(self.releasing).sub_without_assert(self.pipelined)
 
     def add_task(self, task: TaskInfo) -> None:
-        """Account a task placed on this node (seed 003 table); terminal/pending tasks are ignored.
+        """Account a task placed on this node (docs/semantics.md section 2); terminal and pending tasks
+        are ignored.
 
         Running/Binding/Bound/Allocated: idle -= req, used += req. Releasing: the same and
         releasing += req. Pipelined: pipelined += req only (does not occupy idle).

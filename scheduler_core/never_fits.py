@@ -1,4 +1,4 @@
-"""NeverFits: jobs that cannot run as submitted, whatever else finishes (semantics section 7).
+"""NeverFits: jobs that cannot run as submitted, whatever else finishes (docs/semantics.md section 7).
 
 Checked at session close by build_reasons for every valid job with unbound tasks whose gang is
 not met, except jobs that got a task placed (allocated or pipelined) in this session. Only

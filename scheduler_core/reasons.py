@@ -35,7 +35,7 @@ GIB = 2**30
 
 
 class ReasonCode(StrEnum):
-    """Reason codes of scheduling-semantics.md section 7 (value = name)."""
+    """Reason codes of docs/semantics.md section 7 (value = name)."""
 
     NeverFits = "NeverFits"
     # Not in the semantics' list: the job's evaluation went over its work budget this cycle

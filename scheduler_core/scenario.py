@@ -1,4 +1,4 @@
-"""Scenario files (docs: ../shared/docs/scenario-format.md): YAML/JSON -> snapshot, conf, expect.
+"""Scenario files (docs: docs/scenario-format.md): YAML/JSON -> snapshot, conf, expect.
 
 `load_scenario(path_or_text, filename=...)` returns a `Scenario(snapshot, conf, expect, source)`
 or raises `ScenarioError(filename, line, message)`; `run_scenario` runs one session on it. The web

@@ -25,7 +25,7 @@ from scheduler_core.node_scores import parse_expected as parse_expected_scores
 from scheduler_core.reasons import ReasonCode
 from scheduler_core.scenario_fields import Ctx, Obj, parse_quantities
 
-# The reason codes of scheduling-semantics.md section 7, NeverFits first (reasons.ReasonCode).
+# The reason codes of docs/semantics.md section 7, NeverFits first (reasons.ReasonCode).
 REASON_CODES = tuple(code.value for code in ReasonCode)
 EXPECT_KEYS = ("binds", "bind_count", "evictions", "evict_count", "pipelined", "job_phase", "deserved",
                "real_capability", "allocated", "share", "reasons_contain", "reason_code", "forecast",

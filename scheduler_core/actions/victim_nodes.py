@@ -1,4 +1,4 @@
-"""Which nodes preempt and reclaim consider, and when a preemptor fits one (semantics section 5).
+"""Which nodes preempt and reclaim consider, and when a preemptor fits one (docs/semantics.md section 5).
 
 A node is left out only for failures eviction cannot fix: node selector or affinity,
 untolerated taints, cordoned, unmatched required pod affinity, a missing topology spread key

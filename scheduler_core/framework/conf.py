@@ -31,7 +31,7 @@ KNOWN_PLUGINS = ("gang", "priority", "conformance", "drf", "predicates", "nodeor
                  "proportion", "capacity", "overcommit", "resourcequota", "sla", "usage",
                  "rescheduling")
 
-# Canonical switch names (scheduling-semantics.md section 3).
+# Canonical switch names (docs/semantics.md section 3).
 FLAGS = ("enabledJobOrder", "enabledNamespaceOrder", "enabledJobReady", "enabledJobPipelined",
          "enabledTaskOrder", "enabledPreemptable", "enabledReclaimable", "enablePreemptive",
          "enabledQueueOrder", "enabledPredicate", "enabledBestNode", "enabledNodeOrder",

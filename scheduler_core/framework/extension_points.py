@@ -64,7 +64,7 @@ RowScoreFn: TypeAlias = Callable[[TaskInfo, int], float]
 VictimJobFilterFn: TypeAlias = Callable[[JobInfo], bool]
 
 # -- the switches and companions of each kind ----------------------------------------------------
-# Kind -> the conf switch that gates it (scheduling-semantics.md section 3; None = never gated).
+# Kind -> the conf switch that gates it (docs/semantics.md section 3; None = never gated).
 KIND_FLAG: dict[str, str | None] = {
     "job_order": "enabledJobOrder",
     "queue_order": "enabledQueueOrder",

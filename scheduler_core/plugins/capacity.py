@@ -1,4 +1,4 @@
-"""capacity: deserved from the queue spec, flat or hierarchical (seed 002, semantics section 6).
+"""capacity: deserved from the queue spec, flat or hierarchical (docs/semantics.md section 6).
 
 Attributes come from capacity_tree (`enableHierarchy` on the plugin option picks the tree).
 Extension points: queue order (priority; then share, queues with deserved before best-effort
@@ -294,7 +294,7 @@ class CapacityPlugin(Plugin):
 
     # -- victims --------------------------------------------------------------------------------
     def reclaimable(self, reclaimer: TaskInfo, reclaimees: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
-        """Seed 002's triple check on a per-queue simulated allocation (plus ancestor levels)."""
+        """The capacity plugin's triple check on a per-queue simulated allocation (plus ancestor levels)."""
         jobs = self.ssn.jobs
         queue_of = {t.job_uid: jobs[t.job_uid].queue for t in (reclaimer, *reclaimees)}
         victims = capacity_reclaim.reclaimable(self.queue_opts, queue_of, reclaimer, reclaimees, self.level)

@@ -1,4 +1,5 @@
-"""capacity's reclaim side: the triple check of seed 002 and `ancestorReclaimLevel` (Volcano >= 1.15).
+"""capacity's reclaim side: its triple check and `ancestorReclaimLevel` (Volcano >= 1.15; docs/semantics.md
+section 6).
 
 Leaf rules (N = 0, the default): a reclaimee must share a dimension with the reclaimer's
 request, leave its queue's guarantee intact, and either use no dimension of its queue's deserved

@@ -1,4 +1,4 @@
-"""Queue attributes of the capacity plugin, flat and hierarchical (seed 002).
+"""Queue attributes of the capacity plugin, flat and hierarchical (docs/semantics.md section 6).
 
 Flat: one attr per queue with jobs; real capability = min(capability, exceeded_part(total,
 total guarantee) + guarantee). Hierarchical: one attr per queue (ancestors root .. parent);

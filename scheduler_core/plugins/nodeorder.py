@@ -1,6 +1,6 @@
 """nodeorder plugin: weighted kube-scheduler scores, vectorised over NodeTable rows.
 
-Arguments (seed 004, Volcano defaults): `leastrequested.weight` 1, `mostrequested.weight` 0,
+Arguments (Volcano's defaults): `leastrequested.weight` 1, `mostrequested.weight` 0,
 `balancedresource.weight` 1, `nodeaffinity.weight` 2, `tainttoleration.weight` 3
 `podaffinity.weight` 2, `podtopologyspread.weight` 2 (`imagelocality` is accepted and ignored).
 Each kube score is 0-100 (MaxNodeScore) with kube's integer arithmetic, times its weight:

@@ -1,4 +1,4 @@
-"""overcommit: admit jobs against a virtual pool `total x factor - used` (seed 004, Volcano).
+"""overcommit: admit jobs against a virtual pool `total x factor - used` (as in Volcano).
 
 Arguments: `overcommit-factor` (default 1.2; a value below 1 or not a number is replaced by the
 default, with a warning in `result.warnings`). At session open: idle = total allocatable of

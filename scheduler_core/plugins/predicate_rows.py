@@ -1,4 +1,4 @@
-"""One-row re-check of the predicates eviction can fix (preempt and reclaim, semantics section 5).
+"""One-row re-check of the predicates eviction can fix (preempt and reclaim, docs/semantics.md section 5).
 
 After each tentative eviction the preemptor's node is asked again, with the Releasing tasks
 (the victims, and any task already leaving) counted as gone: from the pod count, from inter-pod

@@ -20,7 +20,7 @@ Checked in this order (a node is blamed on the first that fails it):
    not request it must leave `rate * idle` of cpu (`.cpu`, cores per unit) and memory (`.memory`,
    GB per unit) on the node -> "proportional of resource <name> check failed".
 Steps 1-3 depend only on the task's sched_key and static node data: cached per key.
-Preempt and reclaim (semantics section 5) keep as candidates the nodes that fail only on what
+Preempt and reclaim (docs/semantics.md section 5) keep as candidates the nodes that fail only on what
 eviction can fix: `unresolvable_failures` lists the rest, and `row_failure` re-checks one node
 after each tentative eviction, Releasing tasks counted as gone.
 """

@@ -1,11 +1,11 @@
-"""proportion: weighted fair share between flat queues (seeds 000/001, semantics section 6).
+"""proportion: weighted fair share between flat queues (docs/semantics.md section 6).
 
 At session open: cluster total and total guarantee (over every queue), one QueueAttr per queue
 that has jobs, real capability = min(capability, exceeded_part(total, total guarantee) +
 guarantee) with unset cpu/memory capability meaning unlimited, then the iterative deserved
 algorithm (proportion_deserved). Registered extension points: queue order (priority, then
 lower share), reclaimable (victims only while the victim queue's simulated allocated exceeds
-its deserved; seed 004's extra "allocated less than the reclaimer's request" skip is not
+its deserved; Volcano's extra "allocated less than the reclaimer's request" skip is not
 applied, per the semantics page), overused (deserved <= allocated), allocatable / preemptive
 (queue Open and allocated + request <= deserved on the requested dimensions; with a count of
 how many copies of a task in a row it allows), job enqueueable

@@ -1,4 +1,4 @@
-"""Proportion's iterative weighted deserved algorithm (seeds 000/001), vectorised over queues.
+"""Proportion's iterative weighted deserved algorithm (docs/semantics.md section 6), vectorised over queues.
 
 Each round splits `remaining` among the queues not yet met, by weight; each queue's deserved is
 then clamped: min(real capability) -> min(request) -> max(guarantee). A queue is met when its

@@ -1,4 +1,4 @@
-"""rescheduling: evict tasks from over-used nodes so they land on under-used ones (seed 004).
+"""rescheduling: evict tasks from over-used nodes so they land on under-used ones (as in Volcano).
 
 Volcano's rescheduling plugin with its lowNodeUtilization strategy, as a victim-tasks callback
 (the preempt action evicts what it returns). Arguments (Volcano's shape):

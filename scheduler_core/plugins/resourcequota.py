@@ -1,4 +1,4 @@
-"""resourcequota: namespace resource quotas checked when jobs are enqueued (seed 004, Volcano).
+"""resourcequota: namespace resource quotas checked when jobs are enqueued (as in Volcano).
 
 Job enqueueable: permit jobs without min_resources and jobs whose namespace has no quota.
 Otherwise only the dimensions the quota defines and the job asks for are checked:

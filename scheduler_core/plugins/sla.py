@@ -1,4 +1,4 @@
-"""sla: jobs that waited longer than their SLA go first and are let through (seed 004, Volcano).
+"""sla: jobs that waited longer than their SLA go first and are let through (as in Volcano).
 
 Arguments: `sla-waiting-time` (Go duration such as "2h30m", or seconds as a number), the global
 waiting time; a job's own `sla_waiting_time` overrides it. Invalid or non-positive global values

@@ -1,4 +1,4 @@
-"""usage: keep tasks off busy nodes and prefer idle ones, by measured usage (seed 004, Volcano).
+"""usage: keep tasks off busy nodes and prefer idle ones, by measured usage (as in Volcano).
 
 A node's `usage` ({"cpu": %, "memory": %}) counts only while fresh: `usage_time` within
 METRICS_ACTIVE_SECONDS (5 minutes, Volcano's MetricsActiveTime) of the session's `now`; stale

@@ -1,4 +1,4 @@
-"""Snapshot types: node accounting (seed 003 table), job figures, pod request rule."""
+"""Snapshot types: node accounting (docs/semantics.md section 2), job figures, pod request rule."""
 
 from __future__ import annotations
 
@@ -60,7 +60,8 @@ def test_node_remove_task_restores_idle(status):
 
 
 def test_future_idle_seed_example():
-    # Seed 003: Idle 100m, Releasing 500m, Pipelined 300m -> FutureIdle 300m.
+    # Node accounting (docs/semantics.md section 2):
+    # Idle 100m, Releasing 500m, Pipelined 300m -> FutureIdle 300m.
     n = node("n1", cpu="1", memory="1Gi")
     n.add_task(task("run", cpu="400m", memory=None, status=S.RUNNING, node="n1"))
     n.add_task(task("rel", cpu="500m", memory=None, status=S.RELEASING, node="n1"))

@@ -1,4 +1,5 @@
-"""Resource vector and quantity parser: Kubernetes grammar, Volcano's operations (seed 003)."""
+"""Resource vector and quantity parser: Kubernetes grammar, Volcano's operations (docs/semantics.md
+section 1)."""
 
 from __future__ import annotations
 
@@ -135,7 +136,7 @@ def test_sub_asserts_and_sub_without_assert_goes_negative():
 
 def test_multi_and_set_max_resource():
     assert R(1000, 10, gpu=2000).multi(0.5) == R(500, 5, gpu=1000)
-    # Pod request rule: max(sum(containers), max(init containers)), seed 003 example.
+    # Pod request rule: max(sum(containers), max(init containers)), a worked example.
     r = R(800, 1.5 * GI)
     r.set_max_resource(R(1000, 512 * 2**20, x=5))
     assert r == R(1000, 1.5 * GI, x=5)
@@ -180,7 +181,7 @@ def test_is_empty(r, empty):
 
 # (method, left, right, default, expected)
 COMPARISONS = [
-    ("less", R(1000, 2 * GI, gpu=1), R(2000, 4 * GI, gpu=2), Zero, True),  # seed 003 example
+    ("less", R(1000, 2 * GI, gpu=1), R(2000, 4 * GI, gpu=2), Zero, True),  # a worked example
     ("less", R(1000, 2), R(1000, 3), Zero, False),
     ("less", R(1, 1, gpu=1), R(2, 2), Zero, False),  # gpu 1 < 0 fails
     ("less", R(1, 1, gpu=1), R(2, 2), Infinity, True),  # missing right = unlimited
@@ -217,7 +218,7 @@ def test_comparisons(method, left, right, default, expected):
     assert (left, right) == before  # comparisons never modify
 
 
-# Volcano's edges (semantics section 1): (method, left, right, arg, expected)
+# Volcano's edges (docs/semantics.md section 1): (method, left, right, arg, expected)
 EDGES = [
     # Infinity: a scalar only on the right-hand side is ignored (Volcano walks the left's scalars).
     ("less_equal_with_resources_name", R(1, 1), R(2, 2, gpu=1000), Infinity, (True, [])),
@@ -258,7 +259,7 @@ def test_less_equal_with_resources_name_seed_example():
 
 
 @pytest.mark.parametrize("r,rr,req,expected", [
-    (R(3000, 8 * GI), R(2000, 4 * GI), R(0, 0, gpu=1000), (True, [])),  # seed 003 example
+    (R(3000, 8 * GI), R(2000, 4 * GI), R(0, 0, gpu=1000), (True, [])),  # a worked example
     (R(3000, 8 * GI), R(2000, 4 * GI), R(1, 0), (False, ["cpu"])),
     (R(3000, 8 * GI, gpu=2000), R(2000, 4 * GI), R(1, 1, gpu=1), (False, ["cpu", "memory", GPU])),
     (R(1000, 5), R(1000.05, 5), R(1, 1), (True, [])),

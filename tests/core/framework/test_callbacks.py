@@ -1,4 +1,4 @@
-"""How plugin answers combine across tiers (scheduling-semantics.md section 4), as tables."""
+"""How plugin answers combine across tiers (docs/semantics.md section 4), as tables."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""capacity, flat and hierarchical: seed 002 numbers, tree rules, extension points, reasons."""
+"""capacity, flat and hierarchical: worked numbers, tree rules, extension points, reasons."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def q(name: str, parent: str | None, deserved: float | None, cap: float | None =
 
 
 def seed_tree() -> list:
-    """Seed 002 section 7: root 100 CPU; team-a / team-b; four leaves."""
+    """Hierarchical capacity, worked example: root 100 CPU; team-a / team-b; four leaves."""
     return [q("team-a", "root", 60, 70, 20), q("team-b", "root", 40, 50, 20),
             q("training", "team-a", 40, 50, 10), q("inference", "team-a", 20, 30, 10),
             q("batch", "team-b", 30, 40, 15), q("interactive", "team-b", 10, 20, 5)]
