@@ -77,6 +77,81 @@ def max_tasks_per_job() -> int:
     return int(getattr(settings, "MAX_TASKS_PER_JOB", 10_000))
 
 
+# Admission (README "Input limits"): jobs that wait (unfinished, not yet running) per submitter
+# and per queue. Each submission counts them with one grouped read on the job table's queue,
+# submitter and phase indexes, capped at the limit; the new jobs are checked against what is left.
+# Submissions of one user racing each other may each see the same count: the bound then holds up
+# to what the racing requests carry (each at most MAX_TASKS_PER_REQUEST tasks, MAX_JOBS_PER_BATCH
+# jobs); the next submission sees them all and is refused.
+WAITING_PHASES = (JobPhase.PENDING, JobPhase.INQUEUE)
+
+
+def max_pending_jobs_per_user() -> int:
+    """settings.MAX_PENDING_JOBS_PER_USER (env, default 1,000; 0 = no limit)."""
+    return int(getattr(settings, "MAX_PENDING_JOBS_PER_USER", 1000))
+
+
+def max_pending_jobs_per_queue() -> int:
+    """settings.MAX_PENDING_JOBS_PER_QUEUE (env, default 3,000; 0 = no limit)."""
+    return int(getattr(settings, "MAX_PENDING_JOBS_PER_QUEUE", 3000))
+
+
+@dataclass(frozen=True)
+class PendingLimit:
+    """A waiting-jobs limit a submission would pass: whose (`user` or `queue` and its name)."""
+
+    scope: str
+    name: str
+    limit: int
+    setting: str
+
+    @property
+    def message(self) -> str:
+        """What the refusal says, naming the limit and its setting."""
+        whose = f"user {self.name}" if self.scope == "user" else f"queue {self.name}"
+        return (f"{whose} already has {self.limit} waiting jobs (Pending or Inqueue), the most allowed "
+                f"({self.setting}); submit more when some have started or finished.")
+
+
+class PendingBudget:
+    """What is left under the waiting-jobs limits for one submission's new jobs, in request order."""
+
+    def __init__(self, user: Any, queues: dict[int, str]) -> None:
+        from django.db.models import Count
+
+        from schedweb.core.models import Job
+
+        self.user_limit, self.queue_limit = max_pending_jobs_per_user(), max_pending_jobs_per_queue()
+        self.user = user if getattr(user, "pk", None) is not None else None
+        self.user_left: int | None = None
+        if self.user is not None and self.user_limit > 0:
+            waiting = Job.objects.filter(submitted_by=self.user, phase__in=WAITING_PHASES).order_by()
+            self.user_left = self.user_limit - waiting[: self.user_limit].count()
+        self.queue_names = queues
+        self.queue_left: dict[int, int] = {}
+        if self.queue_limit > 0 and queues:
+            counts = dict(Job.objects.filter(queue_id__in=list(queues), phase__in=WAITING_PHASES).order_by()
+                          .values("queue_id").annotate(n=Count("id")).values_list("queue_id", "n"))
+            self.queue_left = {q: self.queue_limit - counts.get(q, 0) for q in queues}
+
+    def take(self, queue_id: int | None, phase: str) -> PendingLimit | None:
+        """Count one new job of `queue_id` in `phase`; the limit it would pass (nothing counted)."""
+        if phase not in WAITING_PHASES:
+            return None
+        if self.user_left is not None and self.user_left <= 0:
+            return PendingLimit("user", self.user.get_username(), self.user_limit,
+                                "MAX_PENDING_JOBS_PER_USER")
+        left = self.queue_left.get(queue_id) if queue_id is not None else None
+        if left is not None and left <= 0:
+            return PendingLimit("queue", self.queue_names[queue_id], self.queue_limit,
+                                "MAX_PENDING_JOBS_PER_QUEUE")
+        if self.user_left is not None:
+            self.user_left -= 1
+        if left is not None:
+            self.queue_left[queue_id] = left - 1
+        return None
+
+
 class Problems:
     """Field errors collected from independent checks ({path: [messages]}, first seen first)."""
 
