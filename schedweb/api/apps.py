@@ -20,7 +20,7 @@ class ApiConfig(AppConfig):
         cycle_finished.connect(_after_cycle, dispatch_uid="schedweb.api.prebuild")
 
 
-def _after_cycle(**_: object) -> None:
+def _after_cycle(run: object = None, **_: object) -> None:
     from schedweb.api import prebuild
 
-    prebuild.after_cycle()
+    prebuild.record(run)  # builds, then adds its time to the cycle's timing

@@ -84,19 +84,24 @@ def cycle_run(*, now: datetime | None = None) -> CycleRun:
     """Run one cycle (or record a skip when another cycle holds the leader lock)."""
     started = now or timezone.now()
     t0 = time.perf_counter()
+    run: CycleRun | None = None
     try:
         # The whole cycle, load included: it builds the snapshot's tens of thousands of objects.
         with gc_paused(), transaction.atomic():
             if not writes.try_leader_lock():
-                return CycleRun.objects.create(started=started, skipped=True)
-            return _run_locked(started, t0)
+                run = CycleRun.objects.create(started=started, skipped=True)
+                return run
+            run = _run_locked(started, t0)
+            return run
     except Exception as exc:  # recorded, then the loop goes on: one bad cycle must not stop it
         logger.exception("scheduling cycle failed")
         incremental.forget()  # the kept snapshot holds the rolled-back session's changes
+        run = None
         return CycleRun.objects.create(started=started, errors=f"{type(exc).__name__}: {exc}",
                                        duration_seconds=time.perf_counter() - t0)
-    finally:  # after the commit (the API prebuilds readers' bodies of the new data version)
-        cycle_finished.send_robust(sender=cycle_run)
+    finally:  # after the commit (the API prebuilds readers' bodies of the new data version and
+        # adds its time to the run's timing)
+        cycle_finished.send_robust(sender=cycle_run, run=run)
 
 
 def _run_locked(started: datetime, t0: float) -> CycleRun:
