@@ -29,6 +29,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.utils import timezone
 
+from scheduler_core import shapes
 from schedweb.core.models import (
     NODE_BOUND_TASK_STATUSES,
     ROOT_QUEUE_NAME,
@@ -47,9 +48,11 @@ from schedweb.core.validation import (
     check_name,
     check_namespace,
     check_object,
+    check_pod_name,
     check_seconds,
     check_storable,
     check_string_map,
+    check_task_entry_name,
     check_text,
     check_tolerations,
     check_topology_spread_constraints,
@@ -58,7 +61,7 @@ from schedweb.core.validation import (
 )
 
 DEFAULT_POLICY = PreemptionPolicy.PREEMPT_LOWER_PRIORITY
-NAME_MAX = 253  # check_name's bound: a replica's name `<job>-<task>-<index>` too
+POD_NAME_MAX = shapes.MAX_POD_NAME  # a task's name, a replica's `<job>-<task>-<index>` too
 # Django's `.values` builds a new list on every access: read once (checked per task).
 TASK_STATUSES, POLICIES = tuple(TaskStatus.values), tuple(PreemptionPolicy.values)
 JOB_PHASES = tuple(JobPhase.values)
@@ -186,6 +189,13 @@ class Problems:
         return cls({k: list(v) for k, v in self.fields.items()})
 
 
+def task_name_check(raw: Any) -> Any:
+    """The check of a task entry's name: a pod name (subdomain, 63 at most) for a task, a DNS
+    label (Volcano's task name) for an entry with `replicas`, whose pods are `<job>-<name>-<i>`."""
+    replicated = isinstance(raw, dict) and raw.get("replicas") is not None
+    return check_task_entry_name if replicated else check_pod_name
+
+
 def check_task(raw: Any, i: int, nodes: dict[str, Node]) -> dict[str, Any]:
     """One task dict, checked (the first problem is raised, named `tasks[i].<key>`); `replicas`
     is kept for draft_job to expand. Imports and the demo may give `status` and `node`."""
@@ -217,7 +227,7 @@ def check_task(raw: Any, i: int, nodes: dict[str, Node]) -> dict[str, Any]:
         check_int(replicas, f"{where}.replicas", minimum=0)
     now = timezone.now()
     return {
-        "name": check_name(raw.get("name"), f"{where}.name"),
+        "name": task_name_check(raw)(raw.get("name"), f"{where}.name"),
         "role": check_text(raw.get("role"), f"{where}.role", max_length=63),
         "request": parse_resources(raw.get("request") or {}, f"{where}.request"),
         "priority": check_int(raw.get("priority"), f"{where}.priority", nullable=True),
@@ -251,10 +261,11 @@ def expand_replicas(job_name: str, entries: list[tuple[int, dict[str, Any]]], pr
             out.append((i, entry))
             continue
         base = f"{job_name}-{entry['name']}"
-        longest = f"{base}-{max(n - 1, 0)}"
-        if check_names and len(longest) > NAME_MAX:  # named once, at the entry
-            problems.add(fail(f"tasks[{i}].name", f"Its replicas would be named {base}-<index>, "
-                                                  f"{len(longest)} characters; at most {NAME_MAX}."))
+        longest = shapes.pod_name(job_name, entry["name"], max(n - 1, 0))
+        if check_names and len(longest) > POD_NAME_MAX:  # named once, at the entry
+            problems.add(fail(f"tasks[{i}].name", f"Its replicas would be named {base}-<index>, up to "
+                                                  f"{len(longest)} characters; a pod name has at most "
+                                                  f"{POD_NAME_MAX}."))
             continue
         role = entry["role"] or entry["name"]
         out.extend((i, {**entry, "name": f"{base}-{k}", "role": role}) for k in range(n))
@@ -293,7 +304,7 @@ def _checked_entries(tasks: list[Any], p: Problems) -> list[tuple[int, dict[str,
         if isinstance(raw, dict) and isinstance(raw.get("name"), str) and raw.get("node") is None:
             key = repr({k: v for k, v in raw.items() if k != "name"})  # equal reprs: equal values
         done = seen.get(key) if key is not None else None
-        if done is not None and p.check(check_name, raw["name"], f"tasks[{i}].name") is not None:
+        if done is not None and p.check(task_name_check(raw), raw["name"], f"tasks[{i}].name") is not None:
             out.append((i, {**done, "name": raw["name"]}))
             continue
         checked = p.check(check_task, raw, i, nodes)
