@@ -147,11 +147,13 @@ def is_extended_resource(name: str) -> bool:
     return "/" in name and "kubernetes.io/" not in name and not name.startswith("requests.")
 
 
-def admit_quantity(name: str, value: Any, allow_negative: bool = False) -> float:
+def admit_quantity(name: str, value: Any, allow_negative: bool = False, *,
+                   whole_extended: bool = True) -> float:
     """`value` of resource `name` in stored units as Kubernetes admits it: rounded up to the
     smallest unit (1m of cpu, a byte of memory, a milli-unit of other resources: cpu "0.0001" is
-    1m), a whole number for an extended resource, within int64 once stored (QuantityError naming
-    `name` otherwise). `pods` is a count, checked by its caller."""
+    1m), a whole number for an extended resource (as Kubernetes requires of pods and nodes;
+    `whole_extended=False` for queue shares, which Volcano does not constrain), within int64 once
+    stored (QuantityError naming `name` otherwise). `pods` is a count, checked by its caller."""
     try:
         dec = _to_decimal(value, allow_negative)
         factor = stored_factor(name)
@@ -159,7 +161,7 @@ def admit_quantity(name: str, value: Any, allow_negative: bool = False) -> float
             return _scaled(dec, factor)
         units = (dec * factor).to_integral_value(rounding=ROUND_CEILING)
         stored = _bounded(units, factor, dec)  # first: `%` of a huge Decimal is an error of its own
-        if is_extended_resource(name) and units % 1000:
+        if whole_extended and is_extended_resource(name) and units % 1000:
             raise QuantityError(f"extended resource quantities are whole numbers, got {value!r}")
         return stored
     except QuantityError as exc:

@@ -229,7 +229,7 @@ def check_task(raw: Any, i: int, nodes: dict[str, Node]) -> dict[str, Any]:
     return {
         "name": task_name_check(raw)(raw.get("name"), f"{where}.name"),
         "role": check_text(raw.get("role"), f"{where}.role", max_length=63),
-        "request": parse_resources(raw.get("request") or {}, f"{where}.request"),
+        "request": parse_resources(raw.get("request") or {}, f"{where}.request", pod=True),
         "priority": check_int(raw.get("priority"), f"{where}.priority", nullable=True),
         "preemption_policy": check_choice(raw.get("preemption_policy", DEFAULT_POLICY),
                                           f"{where}.preemption_policy", POLICIES),

@@ -93,7 +93,7 @@ def check_namespace(value: Any, field: str = "namespace") -> str:
 MAX_PODS = 2**31 - 1
 
 
-def _quantity(key: str, raw: Any, field: str) -> float:
+def _quantity(key: str, raw: Any, field: str, whole_extended: bool = False) -> float:
     """One quantity in stored units: finite, non-negative, at most 2^63-1 stored units."""
     from scheduler_core.resources import QuantityError, admit_quantity
 
@@ -102,7 +102,7 @@ def _quantity(key: str, raw: Any, field: str) -> float:
     if isinstance(raw, str):
         shape(shapes.check_text, raw, field, max_length=256)
     try:
-        amount = admit_quantity(key, raw, allow_negative=True)
+        amount = admit_quantity(key, raw, allow_negative=True, whole_extended=whole_extended)
     except QuantityError as exc:
         raise fail(field, str(exc)) from None
     if amount < 0:
@@ -111,13 +111,16 @@ def _quantity(key: str, raw: Any, field: str) -> float:
     return amount
 
 
-def parse_resources(value: Any, field: str, *, node: bool = False) -> dict[str, float] | None:
+def parse_resources(value: Any, field: str, *, node: bool = False,
+                    pod: bool = False) -> dict[str, float] | None:
     """Quantities ({"cpu": "500m", "memory": "1Gi", "nvidia.com/gpu": 1}) to stored units.
 
     None stays None (unset). Names are Kubernetes qualified names; every amount is finite and at
     most 2^63-1 in stored units (milli-cpu, bytes, milli-units: Kubernetes' int64). Node
     allocatable (`node=True`) keeps `pods` as a whole count (default 110, at most 2^31-1);
-    elsewhere `pods` is accepted and ignored, like Volcano's queue resources.
+    elsewhere `pods` is accepted and ignored, like Volcano's queue resources. Quantities are
+    rounded up to the smallest stored unit as Kubernetes does; a node's or a pod's (`pod=True`: a
+    task's request) extended resources must be whole numbers, as Kubernetes requires.
     """
     if value is None:
         return None
@@ -132,7 +135,7 @@ def parse_resources(value: Any, field: str, *, node: bool = False) -> dict[str, 
             shapes.check_resource_name(key, field)
         except shapes.ShapeError as exc:
             raise fail(field, f"Bad resource name: {exc.message}") from None
-        amount = _quantity(key, raw, field)
+        amount = _quantity(key, raw, field, whole_extended=node or pod)
         if key == "pods":
             if not float(amount).is_integer() or amount > MAX_PODS:
                 raise fail(field, f"pods: must be a whole number between 0 and {MAX_PODS}, got {raw!r}.")
