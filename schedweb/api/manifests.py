@@ -158,12 +158,15 @@ def _check_request_tasks(vcjobs: list[tuple[dict, str]], pods: dict) -> None:
     from schedweb.api import limits
 
     total = sum(len(group) for group in pods.values())
+    per_job = int(getattr(settings, "MAX_TASKS_PER_JOB", 10_000))
     for doc, _ in vcjobs:
         tasks = (doc.get("spec") or {}).get("tasks") if isinstance(doc.get("spec"), dict) else None
-        for task in tasks if isinstance(tasks, list) else []:
-            replicas = task.get("replicas", 1) if isinstance(task, dict) else 0
-            if isinstance(replicas, int) and not isinstance(replicas, bool) and replicas > 0:
-                total += replicas
+        replicas = [t.get("replicas", 1) if isinstance(t, dict) else 0
+                    for t in (tasks if isinstance(tasks, list) else [])]
+        own = sum(n for n in replicas if isinstance(n, int) and not isinstance(n, bool) and n > 0)
+        if own > per_job:
+            return  # that job's own bound names its document (job_from_vcjob, MAX_TASKS_PER_JOB)
+        total += own
     limit, setting = limits.task_limit()
     if total > limit:
         what = "a dry run" if setting == "MAX_TASKS_PER_DRY_RUN" else "one request"
