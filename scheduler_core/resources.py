@@ -11,14 +11,15 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping
-from decimal import Decimal
+from decimal import ROUND_CEILING, Decimal
 from enum import IntEnum
 from functools import lru_cache
 from typing import Any
 
 __all__ = [
     "MIN_RESOURCE", "DimensionDefault", "Zero", "Infinity", "QuantityError", "ResourceError",
-    "Resource", "parse_quantity", "exceeded_part", "share", "max_resource", "min_resource",
+    "Resource", "parse_quantity", "admit_quantity", "is_extended_resource", "exceeded_part", "share",
+    "max_resource", "min_resource",
 ]
 
 MIN_RESOURCE = 0.1  # float comparison tolerance in stored units (Volcano's minResource)
@@ -48,14 +49,15 @@ class ResourceError(ValueError):
 _SUFFIX = {
     "": Decimal(1), "m": Decimal("0.001"), "k": Decimal(10) ** 3, "M": Decimal(10) ** 6,
     "G": Decimal(10) ** 9, "T": Decimal(10) ** 12, "P": Decimal(10) ** 15, "E": Decimal(10) ** 18,
+    "n": Decimal("1e-9"), "u": Decimal("1e-6"),
     "Ki": Decimal(2) ** 10, "Mi": Decimal(2) ** 20, "Gi": Decimal(2) ** 30, "Ti": Decimal(2) ** 40,
     "Pi": Decimal(2) ** 50, "Ei": Decimal(2) ** 60,
 }
 # Kubernetes' grammar: <signedNumber>(<binarySI> | <decimalSI> | e<signedNumber>)?. "1E" is exa,
 # "1E3" an exponent. ASCII digits only (no "1_000", no unicode digits).
 _QUANTITY = re.compile(
-    r"([+-]?)([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE]([+-]?[0-9]+)|(Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E))?")
-_GRAMMAR = "a number with an optional suffix (m k M G T P E Ki Mi Gi Ti Pi Ei) or exponent (1e3)"
+    r"([+-]?)([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE]([+-]?[0-9]+)|(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E))?")
+_GRAMMAR = "a number with an optional suffix (n u m k M G T P E Ki Mi Gi Ti Pi Ei) or exponent (1e3)"
 
 
 @lru_cache(maxsize=8192)
@@ -124,12 +126,46 @@ def check_stored(name: str, value: Any, allow_negative: bool = False) -> float:
 
 def _scaled(dec: Decimal, factor: int) -> float:
     # Exact scaling in Decimal, then one rounding to float. Unlike Quantity.MilliValue() we do
-    # not round sub-milli fractions up: tests of the 0.1 tolerance need "2000.05m" to stay 2000.05.
-    scaled = dec * factor
-    if abs(scaled) > _MAX_STORED:
+    # not round sub-milli fractions up here (admit_quantity does, at the door): tests of the 0.1
+    # tolerance need "2000.05m" to stay 2000.05.
+    return _bounded(dec * factor, factor, dec)
+
+
+def _bounded(scaled: Decimal, factor: int, dec: Decimal) -> float:
+    # The float stored, not only the exact amount, stays within int64: 2^63-1 itself becomes
+    # 2^63 as a float, one past it, so the largest amount kept is the largest float below.
+    stored = float(scaled)
+    if abs(stored) > MAX_STORED_QUANTITY:
         unit = "milli-units" if factor == 1000 else "units"
         raise QuantityError(f"quantity {dec:g} is out of range: above {MAX_STORED_QUANTITY} {unit}")
-    return float(scaled)
+    return stored
+
+
+def is_extended_resource(name: str) -> bool:
+    """Kubernetes' extended resources (`nvidia.com/gpu`): a domain-prefixed name outside
+    `kubernetes.io/`. Their amounts are whole numbers; cpu, memory and other native names are not."""
+    return "/" in name and "kubernetes.io/" not in name and not name.startswith("requests.")
+
+
+def admit_quantity(name: str, value: Any, allow_negative: bool = False, *,
+                   whole_extended: bool = True) -> float:
+    """`value` of resource `name` in stored units as Kubernetes admits it: rounded up to the
+    smallest unit (1m of cpu, a byte of memory, a milli-unit of other resources: cpu "0.0001" is
+    1m), a whole number for an extended resource (as Kubernetes requires of pods and nodes;
+    `whole_extended=False` for queue shares, which Volcano does not constrain), within int64 once
+    stored (QuantityError naming `name` otherwise). `pods` is a count, checked by its caller."""
+    try:
+        dec = _to_decimal(value, allow_negative)
+        factor = stored_factor(name)
+        if name == "pods":
+            return _scaled(dec, factor)
+        units = (dec * factor).to_integral_value(rounding=ROUND_CEILING)
+        stored = _bounded(units, factor, dec)  # first: `%` of a huge Decimal is an error of its own
+        if whole_extended and is_extended_resource(name) and units % 1000:
+            raise QuantityError(f"extended resource quantities are whole numbers, got {value!r}")
+        return stored
+    except QuantityError as exc:
+        raise QuantityError(f"{name}: {exc}") from None
 
 
 def _default_value(default: DimensionDefault) -> float:

@@ -27,6 +27,8 @@ are re-exported here):
 - Durations (`duration`, `sla_waiting_time`): finite, non-negative, at most
   `MAX_DURATION_SECONDS` = 366 days.
 - Quantities (checked by `scheduler_core.resources`): finite and at most 2^63-1 in stored units.
+- Object names (`shapes_names`): DNS-1123 subdomains (253), labels (63) where Kubernetes keeps
+  labels, pod names of at most 63; node taints (`shapes_taints`): unique by key and effect.
 """
 
 from __future__ import annotations
@@ -49,13 +51,24 @@ from scheduler_core.shapes_base import (
     join,
 )
 from scheduler_core.shapes_base import type_name as _type
+from scheduler_core.shapes_names import (
+    MAX_LABEL,
+    MAX_POD_NAME,
+    MAX_SUBDOMAIN,
+    check_label_name,
+    check_pod_name,
+    check_subdomain_name,
+    pod_name,
+)
+from scheduler_core.shapes_taints import check_taints
 
 __all__ = [
-    "MAX_DEPTH", "MAX_DURATION_SECONDS", "MAX_INT64", "MAX_ITEMS", "MAX_LABEL_VALUE", "MAX_NAME",
-    "MAX_PREFIX", "MAX_TEXT", "ShapeError", "check_affinity", "check_depth", "check_duration",
-    "check_json_text", "check_label_key", "check_label_value", "check_labels", "check_node_selector",
-    "check_resource_name", "check_text", "check_tolerations", "check_topology_spread_constraints",
-    "join", "task_shape_problem",
+    "MAX_DEPTH", "MAX_DURATION_SECONDS", "MAX_INT64", "MAX_ITEMS", "MAX_LABEL", "MAX_LABEL_VALUE",
+    "MAX_NAME", "MAX_POD_NAME", "MAX_PREFIX", "MAX_SUBDOMAIN", "MAX_TEXT", "ShapeError", "check_affinity",
+    "check_depth", "check_duration", "check_json_text", "check_label_key", "check_label_name",
+    "check_label_value", "check_labels", "check_node_selector", "check_pod_name", "check_resource_name",
+    "check_subdomain_name", "check_taints", "check_text", "check_tolerations",
+    "check_topology_spread_constraints", "join", "pod_name", "task_shape_problem",
 ]
 
 MAX_ITEMS = 1000

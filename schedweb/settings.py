@@ -155,6 +155,10 @@ LOGIN_THROTTLE_MAX_BACKOFF = float(os.environ.get("LOGIN_THROTTLE_MAX_BACKOFF", 
 # against 1/THROTTLE_PROCESSES of every limit (schedweb.core.cache_backend.per_process_limit).
 THROTTLE_PROCESSES = int(os.environ.get("THROTTLE_PROCESSES") or os.environ.get("WEB_WORKERS") or "2")
 LOGIN_THROTTLE_PATHS = ["/admin/login/"]  # plus any URL named "login"
+# Proxies of ours in front of the web server, each appending to X-Forwarded-For: every throttle
+# (API rates, refused tokens, logins) keys the client as schedweb.core.client_address finds it.
+# 0 = REMOTE_ADDR only (the header is the client's to write and is ignored).
+TRUSTED_PROXY_COUNT = int(os.environ.get("TRUSTED_PROXY_COUNT") or "0")
 AUTHENTICATION_BACKENDS = ["schedweb.core.login_throttle.ThrottledModelBackend"]
 
 ROOT_URLCONF = "schedweb.urls"
@@ -277,6 +281,14 @@ REST_FRAMEWORK: dict = {
 # aliases, so an alias bomb is refused while it is read). Shapes and text: scheduler_core.shapes.
 MAX_TASKS_PER_JOB = int(os.environ.get("MAX_TASKS_PER_JOB", "10000"))
 MAX_JOBS_PER_MANIFEST = int(os.environ.get("MAX_JOBS_PER_MANIFEST", "500"))
+# Tasks one request makes over all its jobs (a batch, a manifest), and one dry run; dry runs and
+# previews a user runs at once (schedweb.api.limits). Waiting (Pending, Inqueue) jobs per
+# submitter and per queue before a submission is a 429 (schedweb.core.job_submission; 0 = none).
+MAX_TASKS_PER_REQUEST = int(os.environ.get("MAX_TASKS_PER_REQUEST", "10000"))
+MAX_TASKS_PER_DRY_RUN = int(os.environ.get("MAX_TASKS_PER_DRY_RUN", "2000"))
+MAX_CONCURRENT_DRY_RUNS = int(os.environ.get("MAX_CONCURRENT_DRY_RUNS", "2"))
+MAX_PENDING_JOBS_PER_USER = int(os.environ.get("MAX_PENDING_JOBS_PER_USER", "1000"))
+MAX_PENDING_JOBS_PER_QUEUE = int(os.environ.get("MAX_PENDING_JOBS_PER_QUEUE", "3000"))
 MAX_JSON_DEPTH = int(os.environ.get("MAX_JSON_DEPTH", "64"))
 MAX_YAML_DEPTH = int(os.environ.get("MAX_YAML_DEPTH", "64"))
 MAX_YAML_NODES = int(os.environ.get("MAX_YAML_NODES", "1000000"))

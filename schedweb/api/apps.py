@@ -12,15 +12,16 @@ class ApiConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        """Register the schema extensions (drf-spectacular discovers them by import), and
-        prebuild readers' bodies after each scheduling cycle (schedweb.api.prebuild)."""
-        from schedweb.api import prebuild, schema  # noqa: F401
+        """Register the schema extensions (drf-spectacular discovers them by import), revoke a
+        user's tokens when their password changes (schedweb.api.token_revocation), and prebuild
+        readers' bodies after each scheduling cycle (schedweb.api.prebuild)."""
+        from schedweb.api import prebuild, schema, token_revocation  # noqa: F401
         from schedweb.scheduling.signals import cycle_finished
 
         cycle_finished.connect(_after_cycle, dispatch_uid="schedweb.api.prebuild")
 
 
-def _after_cycle(**_: object) -> None:
+def _after_cycle(run: object = None, **_: object) -> None:
     from schedweb.api import prebuild
 
-    prebuild.after_cycle()
+    prebuild.record(run)  # builds, then adds its time to the cycle's timing

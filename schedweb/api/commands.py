@@ -16,11 +16,12 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, connection, transaction
 from rest_framework.exceptions import PermissionDenied
 
+from schedweb.api import limits
 from schedweb.api.exceptions import IdempotencyKeyReused
 from schedweb.core import services
 from schedweb.core.access import QueueAccess
 from schedweb.core.job_store import QueueRef, insert_drafts, load_context, resolve
-from schedweb.core.job_submission import JobDraft, JobExists, draft_job
+from schedweb.core.job_submission import JobDraft, JobExists, PendingBudget, draft_job
 from schedweb.core.models import ROOT_QUEUE_NAME, Job, PriorityClass, Queue
 from schedweb.core.queue_locks import QueueChanged
 from schedweb.core.validation import check_text
@@ -148,6 +149,9 @@ def submit_jobs(*, access: QueueAccess, items: list[SubmitItem], atomic: bool = 
     other problem a 400 listing every field, a taken name alone JobExists (the API's 409).
     """
     user = access.user
+    # Bounded work per request, before any task entry is expanded (schedweb.api.limits).
+    limits.check_request_tasks(sum(limits.job_tasks(item.data) for item in items),
+                               "jobs" if len(items) > 1 else "tasks")
     drafts = [_draft(item, user) for item in items]
     keys = [i.idempotency_key for i, d in zip(items, drafts, strict=True)
             if i.idempotency_key and "Idempotency-Key" not in d.problems.fields]  # text that can be looked up
@@ -182,6 +186,7 @@ def submit_jobs(*, access: QueueAccess, items: list[SubmitItem], atomic: bool = 
             outcomes[i].error = JobExists({"name": [f"Job {pair[0]}/{pair[1]} is submitted twice in this "
                                                     "request."]})
         first_name.setdefault(pair, i)
+    _admit_pending(user, drafts, outcomes, skip=set(replay_ids) | set(replay_items))
     if atomic and any(o.error is not None for o in outcomes):
         return outcomes
     todo = [i for i, o in enumerate(outcomes)
@@ -201,6 +206,21 @@ def submit_jobs(*, access: QueueAccess, items: list[SubmitItem], atomic: bool = 
     for i, j in replay_items.items():
         outcomes[i].job, outcomes[i].error = outcomes[j].job, outcomes[j].error
     return outcomes
+
+
+def _admit_pending(user: Any, drafts: list[JobDraft], outcomes: list[SubmitOutcome], skip: set[int]) -> None:
+    """The waiting-jobs limits (per submitter, per queue): in request order, each new job while
+    some is left; the others get TooManyPendingJobs (429)."""
+    new = [i for i, o in enumerate(outcomes) if o.error is None and i not in skip]
+    if not new:
+        return
+    queues = {d.queue_obj.pk: d.queue_obj.name for d in (drafts[i] for i in new) if d.queue_obj is not None}
+    budget = PendingBudget(user, queues)
+    for i in new:
+        queue = drafts[i].queue_obj
+        over = budget.take(queue.pk if queue is not None else None, drafts[i].fields["phase"])
+        if over is not None:
+            outcomes[i].error = limits.TooManyPendingJobs(over.message, over.setting)
 
 
 def _draft(item: SubmitItem, user: Any) -> JobDraft:

@@ -10,7 +10,8 @@ batch Jobs first pass Volcano's admission rules (schedweb.api.manifests_admissio
 YAML is read with a budget (`BudgetLoader`): at most MAX_YAML_DEPTH levels of nesting and
 MAX_YAML_NODES nodes counted with every alias expanded, so an alias bomb is refused while it is
 composed, before anything walks it; at most MAX_JOBS_PER_MANIFEST jobs per manifest and
-MAX_TASKS_PER_JOB replicas per batch Job (checked before any pod is generated).
+MAX_TASKS_PER_JOB replicas per batch Job and MAX_TASKS_PER_REQUEST tasks in all (Job replicas and
+Pods; MAX_TASKS_PER_DRY_RUN in a dry run), checked before any pod is generated.
 """
 
 from __future__ import annotations
@@ -137,6 +138,7 @@ def parse_manifest(docs: list[dict], priority_classes: dict[str, int]) -> Parsed
     if len(groups) + len(vcjobs) > limit:
         fail("documents", f"The manifest has {len(groups) + len(vcjobs)} jobs (PodGroups and Jobs); at "
                           f"most {limit} (MAX_JOBS_PER_MANIFEST).")
+    _check_request_tasks(vcjobs, pods)
     for doc, path in groups:
         meta = metadata(doc, path)
         key = (meta.get("namespace") or "default", meta["name"])
@@ -149,6 +151,28 @@ def parse_manifest(docs: list[dict], priority_classes: dict[str, int]) -> Parsed
              f"Pod of PodGroup {namespace}/{group}, which is not in the manifest.")
     parsed.queues = _parents_first(parsed.queues)
     return parsed
+
+
+def _check_request_tasks(vcjobs: list[tuple[dict, str]], pods: dict) -> None:
+    """The request's task bound (MAX_TASKS_PER_REQUEST, MAX_TASKS_PER_DRY_RUN in a dry run: see
+    schedweb.api.limits) over every Job's replicas and every Pod, before any pod is made."""
+    from schedweb.api import limits
+
+    total = sum(len(group) for group in pods.values())
+    per_job = int(getattr(settings, "MAX_TASKS_PER_JOB", 10_000))
+    for doc, _ in vcjobs:
+        tasks = (doc.get("spec") or {}).get("tasks") if isinstance(doc.get("spec"), dict) else None
+        replicas = [t.get("replicas", 1) if isinstance(t, dict) else 0
+                    for t in (tasks if isinstance(tasks, list) else [])]
+        own = sum(n for n in replicas if isinstance(n, int) and not isinstance(n, bool) and n > 0)
+        if own > per_job:
+            return  # that job's own bound names its document (job_from_vcjob, MAX_TASKS_PER_JOB)
+        total += own
+    limit, setting = limits.task_limit()
+    if total > limit:
+        what = "a dry run" if setting == "MAX_TASKS_PER_DRY_RUN" else "one request"
+        fail("documents", f"The manifest would make {total} tasks (Job replicas and Pods); {what} may "
+                          f"make at most {limit} ({setting}).")
 
 
 def _refuse_duplicates(parsed: Parsed) -> None:

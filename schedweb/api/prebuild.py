@@ -11,9 +11,15 @@ Which bodies: the ones readers asked for, as they asked (scheme, host, path, que
 from the *wanted* list in the shared cache. A reader that misses a body in its own memory notes
 its URL there (schedweb.api.cache; a write at most once a minute per URL) when it is a first
 page of a common view: the queue tree, or the job list filtered by phase, state, queue,
-namespace, reason code or submitter (any ordering, limit up to 100; no search, no offset). The
-API_PREBUILD_MAX (default 8) most recently wanted are built; one not wanted for IDLE_SECONDS is
-dropped.
+namespace, reason code or submitter (limit up to 100; no search, no offset; ordered as the list
+is by default or by one of PREBUILT_ORDERINGS: any other ordering is a reader's to compute, since
+a reader choosing it would otherwise make the cycle process sort for it after every cycle). The
+API_PREBUILD_MAX (default 8) most recently wanted are built, newest first, until the cycle's
+API_PREBUILD_BUDGET_S (default 0.5 s; 0 = none) is spent: the rest are computed by the readers
+who ask. One not wanted for IDLE_SECONDS is dropped. The time spent, the bodies built and those
+left to readers are recorded in the cycle's timing (`prebuild_s`, `prebuild_bodies`,
+`prebuild_skipped`: `record()`), so the work readers cause the scheduler process shows in the
+cycle metrics.
 
 While the cycle process builds, readers that see the new cycle's version answer with the body
 they have (the previous cycle's, within API_CACHE_SECONDS) instead of computing it too, for at
@@ -24,7 +30,7 @@ readers: once per version, by the web process that claims it in the shared cache
 threads and processes answer their previous body meanwhile, API_PREBUILD_GRACE at most).
 Without a shared cache (no REDIS_URL) the cycle process's list stays empty and nothing is built
 (`make run`: the scheduler is a process of its own; each web process computes for itself).
-Settings: API_PREBUILD (default True), API_PREBUILD_MAX, API_PREBUILD_GRACE.
+Settings: API_PREBUILD (default True), API_PREBUILD_MAX, API_PREBUILD_GRACE, API_PREBUILD_BUDGET_S.
 """
 
 from __future__ import annotations
@@ -51,6 +57,8 @@ IDLE_SECONDS = 600.0  # a URL nobody wanted for this long is no longer built
 REFRESH_SECONDS = 60.0  # a reader rewrites its URL's entry at most this often
 ACTIVE_SECONDS = 30.0  # readers wait for a cycle process that built within this long
 MAX_LIMIT = 100  # the biggest ?limit= of a page built after each cycle
+# The job list's orderings a prebuilt page may have (besides none: the list's default).
+PREBUILT_ORDERINGS = frozenset({"created", "-created", "name", "-name"})
 ENDPOINT_QUERIES = {  # query parameters of a first page of a common view (values are free)
     "queue-tree": frozenset({"format"}),
     "job-list": frozenset({"format", "phase", "state", "queue", "namespace", "reason_code",
@@ -86,6 +94,11 @@ def max_wanted() -> int:
     return int(getattr(settings, "API_PREBUILD_MAX", 8))
 
 
+def budget_seconds() -> float:
+    """The prebuild time one cycle may spend (settings.API_PREBUILD_BUDGET_S; 0 = no budget)."""
+    return float(getattr(settings, "API_PREBUILD_BUDGET_S", 0.5))
+
+
 def grace_seconds() -> float:
     """How long a reader answers the previous body while the cycle process builds (settings)."""
     return float(getattr(settings, "API_PREBUILD_GRACE", 1.0))
@@ -113,6 +126,8 @@ def wanted_of(request, endpoint: str, media_type: str) -> Wanted | None:
         return None
     if any(name == "limit" and not (value.isdigit() and int(value) <= MAX_LIMIT) for name, value in pairs):
         return None  # a big page costs the cycle process as much as it saves one reader
+    if any(name == "ordering" and value not in PREBUILT_ORDERINGS for name, value in pairs):
+        return None  # an unusual sort is its reader's to pay for, not every cycle's
     return Wanted(endpoint, media_type or "", django_request.scheme, django_request.get_host(),
                   django_request.META.get("SCRIPT_NAME", ""), django_request.path_info, query)
 
@@ -151,16 +166,44 @@ def reader_waits(base: str, previous_version: str | None, version: str, state: A
 def after_cycle() -> int:
     """Build the wanted bodies for the data version after a cycle; the count built. Never
     raises: a failure is logged and readers compute as before."""
+    return _after_cycle()[0]
+
+
+def _after_cycle() -> tuple[int, int]:
     if not enabled():
-        return 0
+        return 0, 0
     try:
         return _build_all()
     except Exception:
         logger.exception("API bodies not prebuilt after the cycle; readers compute them")
-        return 0
+        return 0, 0
 
 
-def _build_all() -> int:
+def record(run: Any) -> None:
+    """Prebuild after the cycle `run` (a CycleRun, None when it failed before recording one) and
+    add what it cost to the run's timing: `prebuild_s`, `prebuild_bodies`, `prebuild_skipped`
+    (wanted bodies left to readers by the budget). Never raises."""
+    began = clock()
+    built, skipped = _after_cycle()
+    seconds = clock() - began
+    if getattr(run, "pk", None) is None or getattr(run, "skipped", False) or not (built or skipped):
+        return
+    try:
+        from schedweb.scheduling.models import CycleRun
+
+        run.timing = {**(run.timing or {}), "prebuild_s": seconds, "prebuild_bodies": built,
+                      "prebuild_skipped": skipped}
+        CycleRun.objects.filter(pk=run.pk).update(timing=run.timing)
+    except Exception:
+        logger.exception("prebuild timing not recorded on cycle %s", run.pk)
+
+
+def clock() -> float:
+    """Seconds for the budget and the recorded timing (tests replace it to move time)."""
+    return time.perf_counter()
+
+
+def _build_all() -> tuple[int, int]:
     from schedweb.api import cache as api_cache
 
     entries = cache.get(WANTED_KEY) or {}
@@ -170,23 +213,27 @@ def _build_all() -> int:
     live = {base: wanted for _, base, wanted in newest[: max_wanted()]}
     if not live:
         cache.delete(STATE_KEY)  # nothing is built: no reader waits
-        return 0
+        return 0, 0
     version = api_cache.data_version()
     previous = cache.get(STATE_KEY)
     done = previous.done if isinstance(previous, State) else -1
     bases = frozenset(live)
     # Readers that see this cycle's version answer their previous body until `done` moves.
     cache.set(STATE_KEY, State(bases, done, now + ACTIVE_SECONDS), timeout=int(ACTIVE_SECONDS) + 1)
-    began = time.perf_counter()
+    began, budget, skipped = clock(), budget_seconds(), 0
     with api_cache.prebuilding() as built:
-        for wanted in live.values():
+        for base, wanted in live.items():
+            if budget > 0 and clock() - began >= budget:
+                skipped += 1  # its readers compute it, as for a body nobody wanted
+                bases = bases - {base}
+                continue
             _build(wanted)
     cache.set(STATE_KEY, State(bases, max(done, cycle_of(version)), time.time() + ACTIVE_SECONDS),
               timeout=int(ACTIVE_SECONDS) + 1)
     count = len(set(built) & set(live))
-    logger.debug("prebuilt %d of %d API bodies for %s in %.1f ms", count, len(live), version,
-                 (time.perf_counter() - began) * 1e3)
-    return count
+    logger.debug("prebuilt %d of %d API bodies for %s in %.1f ms (%d left to readers)", count, len(live),
+                 version, (clock() - began) * 1e3, skipped)
+    return count, skipped
 
 
 def _build(wanted: Wanted) -> None:

@@ -10,6 +10,10 @@ are DRF's (settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]); a refusal is a 42
 Retry-After = the seconds left in the window. While Redis is down each web process counts for
 itself, against its share of the rate (cache_backend.per_process_limit).
 
+Every throttle keys a client by schedweb.core.client_address (REMOTE_ADDR, or the entry our own
+TRUSTED_PROXY_COUNT proxies added to X-Forwarded-For), never by DRF's get_ident, which without
+NUM_PROXIES believes whatever X-Forwarded-For a client writes.
+
 BadTokenThrottle counts, per client address, the requests whose token failed authentication
 (schedweb.api.authentication): DRF's own throttles run only after authentication succeeded, so
 without it a wrong key could be tried at any speed.
@@ -22,6 +26,7 @@ from typing import Any
 from rest_framework import throttling
 
 from schedweb.core.cache_backend import per_process_limit, shared_count
+from schedweb.core.client_address import client_address
 
 BAD_TOKEN_RATE = "30/minute"  # when settings name no "bad_token" rate
 
@@ -51,6 +56,10 @@ class FixedWindowMixin:
         """Seconds until the window ends (DRF rounds it up for Retry-After)."""
         return max(self.window_end - self.now, 0.0)
 
+    def get_ident(self, request: Any) -> str:
+        """The client's address as every throttle sees it (schedweb.core.client_address)."""
+        return client_address(request)
+
 
 class AnonRateThrottle(FixedWindowMixin, throttling.AnonRateThrottle):
     """DRF's AnonRateThrottle (scope "anon", per client IP), counted per fixed window."""
@@ -71,8 +80,8 @@ class BadTokenThrottle(FixedWindowMixin, throttling.SimpleRateThrottle):
         return self.THROTTLE_RATES.get(self.scope) or BAD_TOKEN_RATE
 
     def get_cache_key(self, request: Any, view: Any) -> str:
-        """One counter per client address (DRF's get_ident: REMOTE_ADDR, or X-Forwarded-For
-        behind NUM_PROXIES proxies)."""
+        """One counter per client address (client_address: REMOTE_ADDR, or the entry trusted
+        proxies added to X-Forwarded-For)."""
         return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}
 
 

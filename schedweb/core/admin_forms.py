@@ -24,6 +24,8 @@ class ServiceModelForm(forms.ModelForm):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        if hasattr(self.fields.get("name"), "strip"):
+            self.fields["name"].strip = False  # "name\n" is refused by the service, as Kubernetes does
         for name in self.resource_fields:
             if name in self.fields:
                 self.fields[name] = forms.JSONField(required=name == "allocatable", help_text=RESOURCE_HELP)

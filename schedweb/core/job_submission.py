@@ -29,6 +29,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.utils import timezone
 
+from scheduler_core import shapes
 from schedweb.core.models import (
     NODE_BOUND_TASK_STATUSES,
     ROOT_QUEUE_NAME,
@@ -47,9 +48,11 @@ from schedweb.core.validation import (
     check_name,
     check_namespace,
     check_object,
+    check_pod_name,
     check_seconds,
     check_storable,
     check_string_map,
+    check_task_entry_name,
     check_text,
     check_tolerations,
     check_topology_spread_constraints,
@@ -58,7 +61,7 @@ from schedweb.core.validation import (
 )
 
 DEFAULT_POLICY = PreemptionPolicy.PREEMPT_LOWER_PRIORITY
-NAME_MAX = 253  # check_name's bound: a replica's name `<job>-<task>-<index>` too
+POD_NAME_MAX = shapes.MAX_POD_NAME  # a task's name, a replica's `<job>-<task>-<index>` too
 # Django's `.values` builds a new list on every access: read once (checked per task).
 TASK_STATUSES, POLICIES = tuple(TaskStatus.values), tuple(PreemptionPolicy.values)
 JOB_PHASES = tuple(JobPhase.values)
@@ -75,6 +78,81 @@ class JobExists(ValidationError):  # noqa: N818 - a field error, named for what 
 def max_tasks_per_job() -> int:
     """settings.MAX_TASKS_PER_JOB (env, default 10,000): bounded work per submission."""
     return int(getattr(settings, "MAX_TASKS_PER_JOB", 10_000))
+
+
+# Admission (README "Input limits"): jobs that wait (unfinished, not yet running) per submitter
+# and per queue. Each submission counts them with one grouped read on the job table's queue,
+# submitter and phase indexes, capped at the limit; the new jobs are checked against what is left.
+# Submissions of one user racing each other may each see the same count: the bound then holds up
+# to what the racing requests carry (each at most MAX_TASKS_PER_REQUEST tasks, MAX_JOBS_PER_BATCH
+# jobs); the next submission sees them all and is refused.
+WAITING_PHASES = (JobPhase.PENDING, JobPhase.INQUEUE)
+
+
+def max_pending_jobs_per_user() -> int:
+    """settings.MAX_PENDING_JOBS_PER_USER (env, default 1,000; 0 = no limit)."""
+    return int(getattr(settings, "MAX_PENDING_JOBS_PER_USER", 1000))
+
+
+def max_pending_jobs_per_queue() -> int:
+    """settings.MAX_PENDING_JOBS_PER_QUEUE (env, default 3,000; 0 = no limit)."""
+    return int(getattr(settings, "MAX_PENDING_JOBS_PER_QUEUE", 3000))
+
+
+@dataclass(frozen=True)
+class PendingLimit:
+    """A waiting-jobs limit a submission would pass: whose (`user` or `queue` and its name)."""
+
+    scope: str
+    name: str
+    limit: int
+    setting: str
+
+    @property
+    def message(self) -> str:
+        """What the refusal says, naming the limit and its setting."""
+        whose = f"user {self.name}" if self.scope == "user" else f"queue {self.name}"
+        return (f"{whose} already has {self.limit} waiting jobs (Pending or Inqueue), the most allowed "
+                f"({self.setting}); submit more when some have started or finished.")
+
+
+class PendingBudget:
+    """What is left under the waiting-jobs limits for one submission's new jobs, in request order."""
+
+    def __init__(self, user: Any, queues: dict[int, str]) -> None:
+        from django.db.models import Count
+
+        from schedweb.core.models import Job
+
+        self.user_limit, self.queue_limit = max_pending_jobs_per_user(), max_pending_jobs_per_queue()
+        self.user = user if getattr(user, "pk", None) is not None else None
+        self.user_left: int | None = None
+        if self.user is not None and self.user_limit > 0:
+            waiting = Job.objects.filter(submitted_by=self.user, phase__in=WAITING_PHASES).order_by()
+            self.user_left = self.user_limit - waiting[: self.user_limit].count()
+        self.queue_names = queues
+        self.queue_left: dict[int, int] = {}
+        if self.queue_limit > 0 and queues:
+            counts = dict(Job.objects.filter(queue_id__in=list(queues), phase__in=WAITING_PHASES).order_by()
+                          .values("queue_id").annotate(n=Count("id")).values_list("queue_id", "n"))
+            self.queue_left = {q: self.queue_limit - counts.get(q, 0) for q in queues}
+
+    def take(self, queue_id: int | None, phase: str) -> PendingLimit | None:
+        """Count one new job of `queue_id` in `phase`; the limit it would pass (nothing counted)."""
+        if phase not in WAITING_PHASES:
+            return None
+        if self.user_left is not None and self.user_left <= 0:
+            return PendingLimit("user", self.user.get_username(), self.user_limit,
+                                "MAX_PENDING_JOBS_PER_USER")
+        left = self.queue_left.get(queue_id) if queue_id is not None else None
+        if left is not None and left <= 0:
+            return PendingLimit("queue", self.queue_names[queue_id], self.queue_limit,
+                                "MAX_PENDING_JOBS_PER_QUEUE")
+        if self.user_left is not None:
+            self.user_left -= 1
+        if left is not None:
+            self.queue_left[queue_id] = left - 1
+        return None
 
 
 class Problems:
@@ -111,6 +189,13 @@ class Problems:
         return cls({k: list(v) for k, v in self.fields.items()})
 
 
+def task_name_check(raw: Any) -> Any:
+    """The check of a task entry's name: a pod name (subdomain, 63 at most) for a task, a DNS
+    label (Volcano's task name) for an entry with `replicas`, whose pods are `<job>-<name>-<i>`."""
+    replicated = isinstance(raw, dict) and raw.get("replicas") is not None
+    return check_task_entry_name if replicated else check_pod_name
+
+
 def check_task(raw: Any, i: int, nodes: dict[str, Node]) -> dict[str, Any]:
     """One task dict, checked (the first problem is raised, named `tasks[i].<key>`); `replicas`
     is kept for draft_job to expand. Imports and the demo may give `status` and `node`."""
@@ -142,9 +227,9 @@ def check_task(raw: Any, i: int, nodes: dict[str, Node]) -> dict[str, Any]:
         check_int(replicas, f"{where}.replicas", minimum=0)
     now = timezone.now()
     return {
-        "name": check_name(raw.get("name"), f"{where}.name"),
+        "name": task_name_check(raw)(raw.get("name"), f"{where}.name"),
         "role": check_text(raw.get("role"), f"{where}.role", max_length=63),
-        "request": parse_resources(raw.get("request") or {}, f"{where}.request"),
+        "request": parse_resources(raw.get("request") or {}, f"{where}.request", pod=True),
         "priority": check_int(raw.get("priority"), f"{where}.priority", nullable=True),
         "preemption_policy": check_choice(raw.get("preemption_policy", DEFAULT_POLICY),
                                           f"{where}.preemption_policy", POLICIES),
@@ -176,10 +261,11 @@ def expand_replicas(job_name: str, entries: list[tuple[int, dict[str, Any]]], pr
             out.append((i, entry))
             continue
         base = f"{job_name}-{entry['name']}"
-        longest = f"{base}-{max(n - 1, 0)}"
-        if check_names and len(longest) > NAME_MAX:  # named once, at the entry
-            problems.add(fail(f"tasks[{i}].name", f"Its replicas would be named {base}-<index>, "
-                                                  f"{len(longest)} characters; at most {NAME_MAX}."))
+        longest = shapes.pod_name(job_name, entry["name"], max(n - 1, 0))
+        if check_names and len(longest) > POD_NAME_MAX:  # named once, at the entry
+            problems.add(fail(f"tasks[{i}].name", f"Its replicas would be named {base}-<index>, up to "
+                                                  f"{len(longest)} characters; a pod name has at most "
+                                                  f"{POD_NAME_MAX}."))
             continue
         role = entry["role"] or entry["name"]
         out.extend((i, {**entry, "name": f"{base}-{k}", "role": role}) for k in range(n))
@@ -218,7 +304,7 @@ def _checked_entries(tasks: list[Any], p: Problems) -> list[tuple[int, dict[str,
         if isinstance(raw, dict) and isinstance(raw.get("name"), str) and raw.get("node") is None:
             key = repr({k: v for k, v in raw.items() if k != "name"})  # equal reprs: equal values
         done = seen.get(key) if key is not None else None
-        if done is not None and p.check(check_name, raw["name"], f"tasks[{i}].name") is not None:
+        if done is not None and p.check(task_name_check(raw), raw["name"], f"tasks[{i}].name") is not None:
             out.append((i, {**done, "name": raw["name"]}))
             continue
         checked = p.check(check_task, raw, i, nodes)

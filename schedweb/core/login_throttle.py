@@ -36,6 +36,7 @@ from django.http import HttpRequest, HttpResponse
 from django.urls import Resolver404, resolve
 
 from schedweb.core.cache_backend import per_process_limit, shared_count
+from schedweb.core.client_address import client_address
 from schedweb.core.middleware import error_response
 
 USER, IP = "user", "ip"
@@ -84,8 +85,9 @@ def _subjects(username: str, ip: str) -> list[tuple[str, str, int]]:
 
 
 def client_ip(request: HttpRequest | None) -> str:
-    """The peer address (a proxy in front must set REMOTE_ADDR, e.g. gunicorn --forwarded-allow-ips)."""
-    return (request.META.get("REMOTE_ADDR") or "") if request is not None else ""
+    """The client's address, as every throttle keys it (schedweb.core.client_address:
+    REMOTE_ADDR, or the X-Forwarded-For entry added by TRUSTED_PROXY_COUNT proxies)."""
+    return client_address(request)
 
 
 def backoff_seconds(failures: int, limit: int) -> float:

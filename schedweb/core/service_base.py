@@ -55,13 +55,19 @@ class FieldChecks(dict[str, Check]):
 
 
 def check_unique_name(model: type[Model], kind: str, value: Any, instance: Model | None) -> str:
-    """A valid object name that no other `model` row has (`instance` may keep its own)."""
+    """A valid object name (a Kubernetes DNS-1123 subdomain) that no other `model` row has, nor
+    one differing only by case (a row stored before names were checked). `instance` may keep its
+    own name, even one stored before: names are checked where they come in, not where they stay."""
+    if instance is not None and value == getattr(instance, "name", None):
+        return value
     check_name(value)
-    clash = model.objects.filter(name=value)
+    clash = model.objects.filter(name__iexact=value)
     if instance is not None:
         clash = clash.exclude(pk=instance.pk)
-    if clash.exists():
-        raise fail("name", f"A {kind} named {value!r} already exists.")
+    found = clash.values_list("name", flat=True).first()
+    if found is not None:
+        same = "" if found == value else f" ({found!r}: names may not differ only by case)"
+        raise fail("name", f"A {kind} named {value!r} already exists{same}.")
     return value
 
 

@@ -15,14 +15,15 @@ from typing import Any
 from django.core.exceptions import ValidationError
 
 from scheduler_core import shapes
+from scheduler_core.shapes_names import SUBDOMAIN_PATTERN
 
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 TOLERATION_OPERATORS = ("Equal", "Exists")
 DEFAULT_NODE_PODS = 110  # the kubelet default when allocatable has no `pods`
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-# Names of queues, nodes, jobs, tasks, priority classes: no blanks or slashes (the scheduler key
-# of a task is "namespace/name").
-NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+# Names of queues, nodes, jobs, tasks, priority classes: Kubernetes DNS-1123 subdomains
+# (scheduler_core.shapes_names; the schema's `name` pattern is this one).
+NAME = re.compile(f"^{SUBDOMAIN_PATTERN}$")
 
 
 def fail(field: str, message: str) -> ValidationError:
@@ -59,16 +60,24 @@ def check_text(value: Any, field: str, *, multiline: bool = False, max_length: i
 
 
 def check_name(value: Any, field: str = "name", *, max_length: int = 253) -> str:
-    """A non-empty object name of letters, digits, '-', '_' and '.'."""
+    """A Kubernetes object name: a DNS-1123 subdomain (lower-case letters, digits, '-', '.')."""
     if not isinstance(value, str) or not value:
         raise fail(field, "This field is required (a non-empty name).")
-    shape(shapes.check_text, value, field, max_length=max_length)
-    if len(value) > max_length:
-        raise fail(field, f"Name {value!r} is longer than {max_length} characters.")
-    if not NAME.match(value):
-        raise fail(field, f"Name {value!r} may contain only letters, digits, '-', '_' and '.', "
-                          "and must start and end with a letter or digit.")
-    return value
+    return shape(shapes.check_subdomain_name, value, field, what="Name", max_length=max_length)
+
+
+def check_pod_name(value: Any, field: str) -> str:
+    """A task's (pod's) name: a DNS-1123 subdomain of at most 63 characters."""
+    if not isinstance(value, str) or not value:
+        raise fail(field, "This field is required (a non-empty name).")
+    return shape(shapes.check_pod_name, value, field, what="Task name")
+
+
+def check_task_entry_name(value: Any, field: str) -> str:
+    """The name of a task entry with `replicas` (Volcano's task name): a DNS-1123 label."""
+    if not isinstance(value, str) or not value:
+        raise fail(field, "This field is required (a non-empty name).")
+    return shape(shapes.check_label_name, value, field, what="Task name")
 
 
 def check_namespace(value: Any, field: str = "namespace") -> str:
@@ -84,16 +93,16 @@ def check_namespace(value: Any, field: str = "namespace") -> str:
 MAX_PODS = 2**31 - 1
 
 
-def _quantity(key: str, raw: Any, field: str) -> float:
+def _quantity(key: str, raw: Any, field: str, whole_extended: bool = False) -> float:
     """One quantity in stored units: finite, non-negative, at most 2^63-1 stored units."""
-    from scheduler_core.resources import QuantityError, check_stored
+    from scheduler_core.resources import QuantityError, admit_quantity
 
     if isinstance(raw, bool) or not isinstance(raw, str | int | float):
         raise fail(field, f"{key}: quantity must be a string or a number, not {raw!r}.")
     if isinstance(raw, str):
         shape(shapes.check_text, raw, field, max_length=256)
     try:
-        amount = check_stored(key, raw, allow_negative=True)
+        amount = admit_quantity(key, raw, allow_negative=True, whole_extended=whole_extended)
     except QuantityError as exc:
         raise fail(field, str(exc)) from None
     if amount < 0:
@@ -102,13 +111,16 @@ def _quantity(key: str, raw: Any, field: str) -> float:
     return amount
 
 
-def parse_resources(value: Any, field: str, *, node: bool = False) -> dict[str, float] | None:
+def parse_resources(value: Any, field: str, *, node: bool = False,
+                    pod: bool = False) -> dict[str, float] | None:
     """Quantities ({"cpu": "500m", "memory": "1Gi", "nvidia.com/gpu": 1}) to stored units.
 
     None stays None (unset). Names are Kubernetes qualified names; every amount is finite and at
     most 2^63-1 in stored units (milli-cpu, bytes, milli-units: Kubernetes' int64). Node
     allocatable (`node=True`) keeps `pods` as a whole count (default 110, at most 2^31-1);
-    elsewhere `pods` is accepted and ignored, like Volcano's queue resources.
+    elsewhere `pods` is accepted and ignored, like Volcano's queue resources. Quantities are
+    rounded up to the smallest stored unit as Kubernetes does; a node's or a pod's (`pod=True`: a
+    task's request) extended resources must be whole numbers, as Kubernetes requires.
     """
     if value is None:
         return None
@@ -123,7 +135,7 @@ def parse_resources(value: Any, field: str, *, node: bool = False) -> dict[str, 
             shapes.check_resource_name(key, field)
         except shapes.ShapeError as exc:
             raise fail(field, f"Bad resource name: {exc.message}") from None
-        amount = _quantity(key, raw, field)
+        amount = _quantity(key, raw, field, whole_extended=node or pod)
         if key == "pods":
             if not float(amount).is_integer() or amount > MAX_PODS:
                 raise fail(field, f"pods: must be a whole number between 0 and {MAX_PODS}, got {raw!r}.")
@@ -177,30 +189,9 @@ def check_topology_spread_constraints(value: Any, field: str) -> list[dict]:
 
 
 def check_taints(value: Any, field: str = "taints") -> list[dict[str, str]]:
-    """Node taints: a list of {key, value, effect} with a qualified-name key and a known effect."""
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise fail(field, "Expected a list of {key, value, effect} objects.")
-    if len(value) > shapes.MAX_ITEMS:
-        raise fail(field, f"At most {shapes.MAX_ITEMS} taints.")
-    taints = []
-    for i, taint in enumerate(value):
-        where = f"{field}[{i}]"
-        if not isinstance(taint, dict) or not isinstance(taint.get("key"), str) or not taint["key"]:
-            raise fail(field, f"Taint {i}: expected an object with a non-empty key.")
-        unknown = sorted(set(taint) - {"key", "value", "effect"}, key=str)
-        if unknown:
-            raise fail(field, f"Taint {i}: unknown key(s) {', '.join(map(str, unknown))}.")
-        shape(shapes.check_label_key, taint["key"], f"{where}.key")
-        if taint.get("effect") not in TAINT_EFFECTS:
-            raise fail(field, f"Taint {i}: effect must be one of {', '.join(TAINT_EFFECTS)}, "
-                              f"not {taint.get('effect')!r}.")
-        if not isinstance(taint.get("value", ""), str):
-            raise fail(field, f"Taint {i}: value must be a string.")
-        shape(shapes.check_label_value, taint.get("value", ""), f"{where}.value")
-        taints.append({"key": taint["key"], "value": taint.get("value", ""), "effect": taint["effect"]})
-    return taints
+    """Node taints as Kubernetes validates them (scheduler_core.shapes.check_taints): qualified-name
+    keys, label values, a known effect, an optional RFC 3339 `timeAdded`, unique by key and effect."""
+    return shape(shapes.check_taints, value, field)
 
 
 def check_tolerations(value: Any, field: str) -> list[dict]:

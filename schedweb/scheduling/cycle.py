@@ -99,6 +99,7 @@ def cycle_run(*, now: datetime | None = None) -> CycleRun:
     started = now or timezone.now()
     t0 = time.perf_counter()
     unavailable = False
+    run: CycleRun | None = None
     try:
         # The whole cycle, load included: it builds the snapshot's tens of thousands of objects.
         with gc_paused(), transaction.atomic():
@@ -106,23 +107,26 @@ def cycle_run(*, now: datetime | None = None) -> CycleRun:
                 run = CycleRun.objects.create(started=started, skipped=True)
                 cycle_metrics.record_skip()
                 return run
-            return _run_locked(started, t0)
+            run = _run_locked(started, t0)
+            return run
     except Exception as exc:  # recorded, then the loop goes on: one bad cycle must not stop it
         incremental.forget()  # the kept snapshot holds the rolled-back session's changes
         job_conditions.forget()  # and what it remembers as stored was rolled back
+        run = None  # a failed cycle gets no prebuild time added to its record
         try:
             with transaction.atomic():
-                run = CycleRun.objects.create(started=started, errors=f"{type(exc).__name__}: {exc}",
-                                              duration_seconds=time.perf_counter() - t0)
+                failed = CycleRun.objects.create(started=started, errors=f"{type(exc).__name__}: {exc}",
+                                                 duration_seconds=time.perf_counter() - t0)
                 cycle_metrics.record_failure()
         except DatabaseError as record_error:  # nothing to log per cycle: the loop logs the outage
             unavailable = True
             raise DatabaseUnavailable(str(exc)) from record_error
         logger.exception("scheduling cycle failed")
-        return run
-    finally:  # after the commit (the API prebuilds readers' bodies of the new data version)
+        return failed
+    finally:  # after the commit (the API prebuilds readers' bodies of the new data version and
+        # adds its time to the run's timing)
         if not unavailable:  # nothing new to build, and its readers would fail the same way
-            cycle_finished.send_robust(sender=cycle_run)
+            cycle_finished.send_robust(sender=cycle_run, run=run)
 
 
 def _run_locked(started: datetime, t0: float) -> CycleRun:

@@ -117,6 +117,9 @@ class Client:
                 if known != job_id:
                     self.stats.error(f"key {key}: accepted as job {known}, then as job {job_id}")
                 return job_id
+            if response is not None and response.status_code == 429:
+                time.sleep(0.5)  # a limit (waiting jobs, request rate): later, with the same key
+                continue
             if response is not None and response.status_code < 500:
                 self.stats.error(f"POST /jobs/ {key}: {response.status_code} {response.text[:300]}")
                 return None

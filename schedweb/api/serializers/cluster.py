@@ -16,6 +16,8 @@ class TaintSerializer(StrictSerializer):
     key = serializers.CharField()
     value = serializers.CharField(required=False, default="", allow_blank=True)
     effect = serializers.ChoiceField(TAINT_EFFECTS)
+    timeAdded = serializers.CharField(required=False, help_text=(  # noqa: N815 - Kubernetes' name
+        "When the taint was added (RFC 3339), as Kubernetes writes it on NoExecute taints."))
 
 
 class NodeSerializer(serializers.Serializer):
@@ -37,7 +39,7 @@ class NodeSerializer(serializers.Serializer):
 class NodeWriteSerializer(StrictSerializer):
     """Node input (allocatable may include `pods`)."""
 
-    name = serializers.CharField(max_length=253)
+    name = serializers.CharField(max_length=253, trim_whitespace=False)  # refused by the service
     allocatable = ResourceField()
     labels = StringMapField(required=False, default=dict)
     taints = TaintSerializer(many=True, required=False, default=list)
@@ -55,7 +57,7 @@ class PriorityClassSerializer(StrictSerializer):
     """A priority class (input and output)."""
 
     id = serializers.IntegerField(read_only=True)
-    name = serializers.CharField(max_length=253)
+    name = serializers.CharField(max_length=253, trim_whitespace=False)  # refused by the service
     value = serializers.IntegerField()
     preemption_policy = serializers.ChoiceField(("PreemptLowerPriority", "Never"), required=False,
                                                 default="PreemptLowerPriority")

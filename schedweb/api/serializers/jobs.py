@@ -60,7 +60,8 @@ class TaskInputSerializer(StrictSerializer):
     class Meta:
         list_serializer_class = TaskListSerializer
 
-    name = serializers.CharField(max_length=253)
+    # Names are not trimmed: "w-0\n" is refused as Kubernetes refuses it (the services check names).
+    name = serializers.CharField(max_length=253, trim_whitespace=False)
     role = serializers.CharField(required=False, default="", allow_blank=True, max_length=63)
     request = ResourceField(required=False, default=dict)
     priority = serializers.IntegerField(required=False, allow_null=True, default=None)
@@ -92,16 +93,17 @@ class JobSubmitSerializer(StrictSerializer):
     """A PodGroup with all its tasks, submitted in one request."""
 
     namespace = serializers.RegexField(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63, error_messages={
-        "invalid": "Must be a DNS label: lower-case letters, digits and '-'."})
-    name = serializers.CharField(max_length=253)
+        "invalid": "Must be a DNS label: lower-case letters, digits and '-'."}, trim_whitespace=False)
+    name = serializers.CharField(max_length=253, trim_whitespace=False)
     # Absent: the default queue (settings.DEFAULT_QUEUE), as Volcano puts a job naming none in "default".
-    queue = serializers.CharField(required=False, default=_default_queue,
+    queue = serializers.CharField(required=False, default=_default_queue, trim_whitespace=False,
                                   help_text="A leaf queue; absent = the default queue (DEFAULT_QUEUE).")
     min_member = serializers.IntegerField(required=False, default=1, min_value=0)
     min_task_member = serializers.DictField(child=serializers.IntegerField(min_value=0), required=False,
                                             default=dict)
     min_resources = ResourceField(required=False, allow_null=True, default=None)
-    priority_class = serializers.CharField(required=False, allow_null=True, default=None)
+    priority_class = serializers.CharField(required=False, allow_null=True, default=None,
+                                           trim_whitespace=False)
     preemptable = serializers.BooleanField(required=False, default=True)
     sla_waiting_time = serializers.FloatField(required=False, allow_null=True, default=None)
     tasks = TaskInputSerializer(many=True, allow_empty=False)

@@ -82,8 +82,8 @@ class QueueSerializer(serializers.Serializer):
 class QueueWriteSerializer(StrictSerializer):
     """Queue input. On create `name` is required; PATCH sends only the keys to change."""
 
-    name = serializers.CharField(max_length=253)
-    parent = serializers.CharField(allow_null=True, required=False, default=None)
+    name = serializers.CharField(max_length=253, trim_whitespace=False)  # refused by the service, not trimmed
+    parent = serializers.CharField(allow_null=True, required=False, default=None, trim_whitespace=False)
     weight = serializers.IntegerField(required=False, default=1)
     priority = serializers.IntegerField(required=False, default=0)
     reclaimable = serializers.BooleanField(required=False, default=True)

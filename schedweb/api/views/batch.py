@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
+from django.db.models.functions import Left
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.response import Response
@@ -272,7 +273,10 @@ class JobBulkCancelView(APIView):
             if "queue" in sel:
                 scope = scope.filter(queue__name=sel["queue"])
             if sel.get("name_prefix"):
-                scope = scope.filter(name__startswith=sel["name_prefix"])
+                # startswith for the index; the exact prefix because SQLite's LIKE ignores case.
+                prefix = sel["name_prefix"]
+                scope = scope.filter(name__startswith=prefix).alias(
+                    head=Left("name", len(prefix))).filter(head=prefix)
             found = {}
             for job in scope.iterator(chunk_size=1000):
                 if not acl.can_cancel(job):

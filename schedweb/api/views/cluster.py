@@ -10,6 +10,7 @@ from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.filters import OrderingFilter
 from rest_framework.response import Response
 
+from schedweb.api import limits
 from schedweb.api.exceptions import sanitize
 from schedweb.api.parsers import CONFIG_YAML_PARSERS
 from schedweb.api.permissions import ReadAnyWriteStaff
@@ -163,7 +164,8 @@ class SchedulerConfigViewSet(viewsets.GenericViewSet):
         check_text(data["yaml"], "yaml", multiline=True)
         check_yaml_budget(data["yaml"], "yaml")
         try:
-            return Response(dry_run(yaml=data["yaml"]))
+            with limits.dry_run(request.user):  # a user's concurrent dry runs are capped
+                return Response(dry_run(yaml=data["yaml"]))
         except ConfError as exc:
             raise ValidationError({"yaml": [sanitize(str(exc))]}) from None
 

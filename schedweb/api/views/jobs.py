@@ -11,7 +11,7 @@ from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.filters import OrderingFilter
 from rest_framework.response import Response
 
-from schedweb.api import commands
+from schedweb.api import commands, limits
 from schedweb.api.cache import cached_json
 from schedweb.api.permissions import ReadAnyWriteStaff
 from schedweb.api.serializers.jobs import (
@@ -105,7 +105,9 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         if request.query_params.get("dry_run", "").lower() in ("true", "1"):
             from schedweb.scheduling.submit_preview import preview_submission
 
-            return Response(preview_submission(validate_submission(request.data), request.user))
+            data = validate_submission(request.data)
+            with limits.dry_run(request.user):  # capped per user; MAX_TASKS_PER_DRY_RUN tasks
+                return Response(preview_submission(data, request.user))
         key = idempotency_key(request)
         data = validate_submission(request.data)
         job, created = commands.job_submit(access=access(request), data=data, idempotency_key=key,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from contextlib import nullcontext
+
 from django.db import transaction
 from django.db.models import Prefetch
 from django.http import HttpResponse
@@ -11,6 +13,7 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from schedweb.api import limits
 from schedweb.api.exceptions import error_body, sanitize
 from schedweb.api.manifest_export import (
     QUEUE_JSON_FIELDS,
@@ -63,7 +66,8 @@ class ManifestImportView(APIView):
             text = body.validated_data["yaml"]
         dry_run = request.query_params.get("dry_run", "").lower() in ("1", "true", "yes")
         conflict: ApplyConflict | None = None
-        with transaction.atomic():
+        # A dry run holds one of the user's slots and makes at most MAX_TASKS_PER_DRY_RUN tasks.
+        with limits.dry_run(request.user) if dry_run else nullcontext(), transaction.atomic():
             try:
                 result = apply_manifest(text, access=access(request), dry_run=dry_run)
             except ApplyConflict as exc:

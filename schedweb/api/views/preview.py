@@ -17,7 +17,7 @@ from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from schedweb.api import commands
+from schedweb.api import commands, limits
 from schedweb.api.serializers.queues import QueueWriteSerializer
 from schedweb.api.views.base import access, validated
 from schedweb.core.models import Queue
@@ -69,5 +69,6 @@ class QueuePreviewView(APIView):
         acl = access(request)
         if not acl.can_admin(queue.id):  # before any work: previews cost two sessions
             raise PermissionDenied(f"Only admins of queue {queue.name} or its ancestors may change it.")
-        return Response(preview_queue_change(
-            queue, lambda: commands.queue_update(access=acl, queue=queue, data=data)))
+        with limits.dry_run(request.user):  # a user's concurrent previews are capped
+            return Response(preview_queue_change(
+                queue, lambda: commands.queue_update(access=acl, queue=queue, data=data)))

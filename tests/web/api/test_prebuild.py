@@ -27,8 +27,10 @@ WANTED = [TREE, JOBS + "?phase=Pending", JOBS + "?state=waiting", JOBS]
 
 
 @pytest.fixture(autouse=True)
-def _no_prebuild_state():
-    """Neither the wanted list nor the cycle process's state crosses between tests (Redis)."""
+def _no_prebuild_state(settings):
+    """Neither the wanted list nor the cycle process's state crosses between tests (Redis); no
+    time budget (test_prebuild_bounds tests it on a clock of its own)."""
+    settings.API_PREBUILD_BUDGET_S = 0
     cache.delete_many([prebuild.WANTED_KEY, prebuild.STATE_KEY])
     yield
     cache.delete_many([prebuild.WANTED_KEY, prebuild.STATE_KEY])

@@ -61,7 +61,8 @@ def test_schema_states_what_input_checks_enforce(make_user, client_for):
     for name in closed:
         assert components[name]["additionalProperties"] is False, name
     name_pattern = components["QueueWrite"]["properties"]["name"]["pattern"]
-    assert name_pattern == "^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
+    # Kubernetes object names: DNS-1123 subdomains (scheduler_core.shapes_names).
+    assert name_pattern == r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
     assert components["JobSubmit"]["properties"]["namespace"]["pattern"] == "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
     # Response-only components are left open (clients must tolerate new fields).
     assert "additionalProperties" not in components["Job"]

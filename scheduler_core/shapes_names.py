@@ -1,0 +1,76 @@
+"""Object names as Kubernetes validates them (part of scheduler_core.shapes, re-exported there).
+
+- Names of cluster objects (jobs/PodGroups, queues, nodes, priority classes): DNS-1123
+  subdomains, at most `MAX_SUBDOMAIN` = 253 lower-case letters, digits, '-' and '.', each
+  dot-separated part starting and ending with a letter or digit (`a..b`, `Upper_Case`, `Node_1`
+  are refused, as `kubectl apply` refuses them). Nothing is normalised: "name\\n" or "Name" is an
+  error, never quietly made "name".
+- Names Kubernetes keeps as DNS-1123 labels (namespaces, a Volcano task's name inside its
+  job): at most `MAX_LABEL` = 63 characters, no dots.
+- Pod names (schedweb's task names): subdomains of at most `MAX_POD_NAME` = 63 characters, the
+  bound Volcano's job webhook puts on the pods `<job>-<task>-<index>` it makes (`pod_name`).
+
+Rows stored before these rules keep their names: they are checked where a name comes in, never
+when one is read.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from scheduler_core.shapes_base import ShapeError, check_text, type_name
+
+MAX_SUBDOMAIN = 253
+MAX_LABEL = 63
+MAX_POD_NAME = 63
+
+LABEL_PATTERN = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+SUBDOMAIN_PATTERN = rf"{LABEL_PATTERN}(\.{LABEL_PATTERN})*"
+_LABEL = re.compile(LABEL_PATTERN)
+_SUBDOMAIN = re.compile(SUBDOMAIN_PATTERN)
+
+SUBDOMAIN_RULE = ("a lowercase RFC 1123 subdomain: lower-case letters, digits, '-' and '.', starting and "
+                  "ending with a letter or digit (e.g. 'example.com')")
+LABEL_RULE = ("a lowercase RFC 1123 label: lower-case letters, digits and '-', starting and ending with a "
+              "letter or digit (e.g. 'my-name')")
+
+
+def _name(value: Any, path: str, what: str) -> str:
+    if not isinstance(value, str):
+        raise ShapeError(path, f"expected a string, got {type_name(value)}")
+    if not value:
+        raise ShapeError(path, f"{what} is required (a non-empty name)")
+    check_text(value, path, max_length=MAX_SUBDOMAIN + 1)  # control characters named as such
+    return value
+
+
+def check_subdomain_name(value: Any, path: str, what: str = "name", *,
+                         max_length: int = MAX_SUBDOMAIN) -> str:
+    """A Kubernetes object name: a DNS-1123 subdomain of at most `max_length` characters."""
+    _name(value, path, what)
+    if len(value) > max_length:
+        raise ShapeError(path, f"{what} {value!r} is {len(value)} characters; at most {max_length}")
+    if not _SUBDOMAIN.fullmatch(value):
+        raise ShapeError(path, f"{what} {value!r} is not {SUBDOMAIN_RULE}")
+    return value
+
+
+def check_label_name(value: Any, path: str, what: str = "name") -> str:
+    """A name Kubernetes keeps as a DNS-1123 label (at most 63 characters, no dots)."""
+    _name(value, path, what)
+    if len(value) > MAX_LABEL:
+        raise ShapeError(path, f"{what} {value!r} is {len(value)} characters; at most {MAX_LABEL}")
+    if not _LABEL.fullmatch(value):
+        raise ShapeError(path, f"{what} {value!r} is not {LABEL_RULE}")
+    return value
+
+
+def check_pod_name(value: Any, path: str, what: str = "task name") -> str:
+    """A pod (task) name: a DNS-1123 subdomain of at most MAX_POD_NAME characters."""
+    return check_subdomain_name(value, path, what, max_length=MAX_POD_NAME)
+
+
+def pod_name(job: str, task: str, index: int) -> str:
+    """The name Volcano gives a job's task's `index`-th pod: `<job>-<task>-<index>`."""
+    return f"{job}-{task}-{index}"
