@@ -13,6 +13,7 @@ from rest_framework.response import Response
 
 from schedweb.api import commands
 from schedweb.api.cache import cached_json
+from schedweb.api.exceptions import Conflict, django_validation_error_fields
 from schedweb.api.permissions import ReadAnyWriteStaff
 from schedweb.api.serializers.jobs import (
     JobCreatedSerializer,
@@ -28,7 +29,8 @@ from schedweb.api.serializers.jobs import (
 from schedweb.api.views.base import access, validated
 from schedweb.core import services
 from schedweb.core.filtersets import JobFilterSet, TaskFilterSet
-from schedweb.core.models import Job, Task
+from schedweb.core.job_services import JobStateConflict, job_delete, job_resume, job_suspend
+from schedweb.core.models import TERMINAL_JOB_PHASES, Job, Task
 
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 
@@ -123,10 +125,27 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
             raise PermissionDenied("Only the submitter or an admin of the job's queue may cancel it.")
         return services.job_cancel(job=job, actor=request.user)
 
-    @extend_schema(responses={204: OpenApiResponse(description="Cancelled; its tasks are released")})
+    def _change(self, request, service, verb: str) -> Job:
+        """Suspend, resume or delete under the cancel rule; a job in the wrong state is a 409."""
+        job = self.get_object()
+        if not access(request).can_cancel(job):
+            raise PermissionDenied(f"Only the submitter or an admin of the job's queue may {verb} it.")
+        try:
+            return service(job=job, actor=request.user)
+        except JobStateConflict as exc:
+            raise Conflict(django_validation_error_fields(exc)) from None
+
+    @extend_schema(responses={204: OpenApiResponse(description=(
+        "An unfinished job is cancelled (its tasks are released); a finished one is deleted with "
+        "its tasks (vcctl job delete)")), 409: OpenApiResponse(description=(
+            "`conflict`: the finished job still has tasks being released from their nodes"))})
     def destroy(self, request, pk=None, **kwargs):
-        """Cancel the job (same as POST .../cancel/)."""
-        self._cancel(request, pk)
+        """Cancel the job (same as POST .../cancel/); a finished job is deleted (audited)."""
+        job = self.get_object()
+        if job.phase in TERMINAL_JOB_PHASES:
+            self._change(request, job_delete, "delete")
+        else:
+            self._cancel(request, pk)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     @extend_schema(request=None, responses={200: JobDetailSerializer})
@@ -134,6 +153,21 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
     def cancel(self, request, pk=None, **kwargs):
         """Cancel the job, releasing its tasks; returns the cancelled job."""
         return self._detail(self._cancel(request, pk))
+
+    @extend_schema(request=None, responses={200: JobDetailSerializer, 409: OpenApiResponse(
+        description="`conflict`: the job has finished or is already suspended")})
+    @action(detail=True, methods=["post"])
+    def suspend(self, request, pk=None, **kwargs):
+        """Suspend the job (Volcano's AbortJob): phase `Aborted` (shown as Suspended), reason
+        `Suspended`; tasks holding a node are released and wait again; never scheduled until resumed."""
+        return self._detail(self._change(request, job_suspend, "suspend"))
+
+    @extend_schema(request=None, responses={200: JobDetailSerializer, 409: OpenApiResponse(
+        description="`conflict`: the job is not suspended")})
+    @action(detail=True, methods=["post"])
+    def resume(self, request, pk=None, **kwargs):
+        """Resume a suspended job (Volcano's ResumeJob): Pending again, scheduled as a new gang."""
+        return self._detail(self._change(request, job_resume, "resume"))
 
 
 def idempotency_key(request) -> str | None:
