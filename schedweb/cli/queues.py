@@ -1,11 +1,11 @@
-"""`schedctl queue list|get|open|close` and `schedctl node list`."""
+"""`schedctl queue list|get|open|close` (create/delete/operate: queue_write) and `schedctl node list`."""
 
 from __future__ import annotations
 
 import argparse
 from typing import Any
 
-from schedweb.cli import render
+from schedweb.cli import queue_write, render
 from schedweb.cli.client import ApiClient, path_part
 
 QUEUES = "/api/v1/queues/"
@@ -117,7 +117,7 @@ def cmd_nodes(client: ApiClient, args: argparse.Namespace) -> None:
 
 def add_parsers(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     """`queue` and `node` with their subcommands."""
-    queue = sub.add_parser("queue", help="list, show, open and close queues",
+    queue = sub.add_parser("queue", help="list, show, create, delete, open, close and update queues",
                            description="Queues (the hierarchy under the implicit root).")
     verbs = queue.add_subparsers(dest="verb", metavar="COMMAND", required=True)
     p = verbs.add_parser("list", parents=[common], help="list queues",
@@ -129,6 +129,7 @@ def add_parsers(sub: argparse._SubParsersAction, common: argparse.ArgumentParser
         p = verbs.add_parser(name, parents=[common], help=text, description=text[0].upper() + text[1:] + ".")
         p.add_argument("name", metavar="NAME", help="queue name")
         p.set_defaults(func=func)
+    queue_write.add_parsers(verbs, common)
     node = sub.add_parser("node", help="list nodes", description="Cluster nodes.")
     verbs = node.add_subparsers(dest="verb", metavar="COMMAND", required=True)
     p = verbs.add_parser("list", parents=[common], help="list nodes",

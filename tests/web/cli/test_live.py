@@ -125,7 +125,7 @@ def test_submit_why_cancel(cluster, tmp_path):
         "Since:            2026-11-24T12:00:00Z",
         "Estimated start:  no estimate: no forecast has run yet",
         "",
-        "Queue chain (top level to the job's queue, newest cycle):",
+        "Queue chain (top level to the job's queue, newest cycle; headroom = deserved - allocated):",
         "QUEUE   DESERVED                  ALLOCATED          HEADROOM",
         "q       cpu=2500m,memory=2560Mi   cpu=2,memory=2Gi   cpu=500m,memory=512Mi",
         "",
@@ -149,7 +149,8 @@ def test_submit_why_cancel(cluster, tmp_path):
     assert (info["reason"], info["tasks"], info["queue_chain_source"]) == (None, {"Binding": 2}, "tree")
     assert info["queue_chain"] == [{"queue": "q", "deserved": {"cpu": 2.5, "memory": 2560 * 2**20},
                                     "allocated": {"cpu": 2, "memory": 2 * 2**30},
-                                    "headroom": {"cpu": 0.5, "memory": 512 * 2**20}}]
+                                    "headroom": {"cpu": 0.5, "memory": 512 * 2**20},
+                                    "headroom_of": "deserved"}]
 
     assert run("job", "cancel", "ml/train") == Run(0, "job ml/train cancelled\n", "")
     assert Job.objects.get(id=ids["train"]).phase == "Cancelled"
@@ -170,20 +171,28 @@ def test_job_list_get_and_json_submit(cluster, tmp_path, monkeypatch):
     Job.objects.update(created=T0)
     monkeypatch.setattr(render, "utcnow", lambda: T0 + timedelta(seconds=75))
 
-    listed = run("job", "list")
-    assert listed.code == 0 and listed.err == ""
+    listed = run("job", "list", "-A")
+    assert listed.code == 0 and listed.err == "jobs 1-3 of 3, newest first\n"
     assert ids == {"solo": 1, "train": 2, "picky": 3}
-    assert listed.out.splitlines() == [
+    assert listed.out.splitlines() == [  # newest first (same created: the higher id first)
         "NAMESPACE   NAME    ID   QUEUE   PHASE     MIN   TASKS   RUNNING   PENDING   REASON   AGE",
         "ml          picky   3    q       Pending   1     1       0         1         -        75s",
-        "ml          solo    1    spare   Pending   1     1       0         1         -        75s",
         "ml          train   2    q       Pending   2     2       0         2         -        75s",
+        "ml          solo    1    spare   Pending   1     1       0         1         -        75s",
     ]
-    assert _names(run("job", "list", "--queue", "spare", "-o", "json").out) == ["solo"]
-    assert _names(run("job", "list", "--queue", "q", "-o", "json").out) == ["picky", "train"]
+    assert _names(run("job", "list", "-A", "--queue", "spare", "-o", "json").out) == ["solo"]
+    assert _names(run("job", "list", "-A", "--queue", "q", "-o", "json").out) == ["picky", "train"]
     assert _names(run("job", "list", "-n", "ml", "--limit", "1", "-o", "yaml").out) == ["picky"]
-    assert run("job", "list", "--state", "Running,Completed") == Run(0, "", "No jobs found.\n")
-    assert run("job", "list", "--namespace", "other") == Run(0, "", "No jobs found.\n")
+    assert run("job", "list", "-A", "--state", "Running,Completed") == Run(0, "", "No jobs found.\n")
+    assert run("job", "list", "--namespace", "other") == Run(0, "", "No jobs found in namespace other.\n")
+    # vcctl's rule: without -n or -A, the namespace `default`.
+    assert run("job", "list") == Run(0, "", "No jobs found in namespace default. (-A: every namespace)\n")
+    second = run("job", "list", "-n", "ml", "--limit", "2", "--page", "2")
+    assert second.out.splitlines()[1:] == [
+        "ml          solo   1    spare   Pending   1     1       0         1         -        75s"]
+    assert second.err == "jobs 3-3 of 3, newest first\n"
+    first = run("job", "list", "-n", "ml", "--limit", "2")
+    assert first.err == "jobs 1-2 of 3, newest first; next page: schedctl job list -n ml --limit 2 --page 2\n"
 
     assert run("job", "get", "ml/solo").out.splitlines() == [
         "NAMESPACE   NAME   ID   QUEUE   PHASE     MIN   TASKS   RUNNING   PENDING   REASON   AGE",
@@ -201,8 +210,14 @@ def test_dry_runs_save_nothing(cluster, tmp_path):
     from schedweb.cli.jobs import _jobs_dry_run_supported
 
     run = cluster.run
+    # The server's preview of each job: where it would go in the next cycle, and when it would start.
     assert run("job", "submit", "--dry-run", "-f", _file(tmp_path, "jobs.yaml", VCJOBS)) == Run(0, (
-        "job ml/train created (dry run: nothing saved)\njob ml/picky created (dry run: nothing saved)\n"), "")
+        "job ml/train created (dry run: nothing saved): would be bound to n0\n"
+        "  expected to start in the next scheduling cycle, if running jobs end as declared\n"
+        "job ml/picky created (dry run: nothing saved): would never run: NeverFits: a main task can run on "
+        "no node: 0/3 nodes match its selector, affinity and tolerations (2 node(s) didn't match Pod's node "
+        "affinity/selector, 1 node(s) were unschedulable)\n"
+        "  not expected to start: it cannot run on the cluster as it stands\n"), "")
     assert not Job.objects.exists()
     assert run("job", "get", "ml/train") == Run(1, "", "schedctl: 404 not_found: No job ml/train.\n")
     body = _file(tmp_path, "solo.json", json.dumps({"namespace": "ml", "name": "solo", "queue": "q",
