@@ -26,7 +26,7 @@ from schedweb.api.serializers.jobs import (
     validate_submission,
     with_task_counts,
 )
-from schedweb.api.views.base import access, validated
+from schedweb.api.views.base import access, location, validated
 from schedweb.core import services
 from schedweb.core.filtersets import JobFilterSet, TaskFilterSet
 from schedweb.core.job_services import JobStateConflict, job_delete, job_resume, job_suspend
@@ -114,10 +114,11 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
                                            request_hash=commands.body_hash(request.data) if key else "",
                                            warnings=True)
         if not created:
-            return self._detail(job, status.HTTP_201_CREATED, headers={"Idempotent-Replayed": "true"})
+            return self._detail(job, status.HTTP_201_CREATED,
+                                headers={"Idempotent-Replayed": "true", **location("job", job.pk)})
         # Built from what was written: nothing is read back.
         body = created_representation(job, self.get_serializer_context())
-        return Response(body, status=status.HTTP_201_CREATED)
+        return Response(body, status=status.HTTP_201_CREATED, headers=location("job", job.pk))
 
     def _cancel(self, request, pk) -> Job:
         job = self.get_object()

@@ -11,7 +11,7 @@ from rest_framework.response import Response
 
 from schedweb.api.permissions import ReadAnyWriteStaff
 from schedweb.api.serializers.cluster import HeartbeatSerializer, NodeSerializer, NodeWriteSerializer
-from schedweb.api.views.base import validated
+from schedweb.api.views.base import location, validated
 from schedweb.core import services
 from schedweb.core.filtersets import NodeFilterSet
 from schedweb.core.models import Node
@@ -32,7 +32,8 @@ class NodeViewSet(viewsets.GenericViewSet):
     ordering = ["name"]
 
     def _respond(self, node: Node, code: int = status.HTTP_200_OK) -> Response:
-        return Response(NodeSerializer(Node.objects.get(pk=node.pk)).data, status=code)
+        headers = location("node", node.name) if code == status.HTTP_201_CREATED else None
+        return Response(NodeSerializer(Node.objects.get(pk=node.pk)).data, status=code, headers=headers)
 
     def list(self, request):
         """All nodes, paginated."""

@@ -25,7 +25,7 @@ from schedweb.api.serializers.queues import (
     history_body,
     queue_node,
 )
-from schedweb.api.views.base import access, validated
+from schedweb.api.views.base import access, location, validated
 from schedweb.core import services
 from schedweb.core.access import ADMIN_GROUPS, ADMIN_USERS, SUBMITTER_GROUPS, SUBMITTER_USERS
 from schedweb.core.filtersets import QueueFilterSet
@@ -52,7 +52,9 @@ class QueueViewSet(viewsets.GenericViewSet):
 
     def _respond(self, queue: Queue, code: int = status.HTTP_200_OK) -> Response:
         queue = self.get_queryset().get(pk=queue.pk)
-        return Response(QueueSerializer(queue, context=self.get_serializer_context()).data, status=code)
+        headers = location("queue", queue.name) if code == status.HTTP_201_CREATED else None
+        return Response(QueueSerializer(queue, context=self.get_serializer_context()).data, status=code,
+                        headers=headers)
 
     def list(self, request):
         """All queues, paginated, filterable by parent/state/search."""
