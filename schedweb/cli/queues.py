@@ -13,7 +13,8 @@ TREE = "/api/v1/queues/tree/"
 NODES = "/api/v1/nodes/"
 QUEUE_HEADERS = ("NAME", "PARENT", "STATE", "WEIGHT", "RECLAIMABLE", "DESERVED", "ALLOCATED", "CAPABILITY",
                  "PENDING")
-NODE_HEADERS = ("NAME", "STATUS", "CPU", "MEMORY", "PODS", "OTHER", "TAINTS", "CPU USAGE", "MEMORY USAGE")
+NODE_HEADERS = ("NAME", "STATUS", "CPU", "MEMORY", "PODS", "OTHER", "ALLOCATED", "TAINTS", "CPU USAGE",
+                "MEMORY USAGE")
 _STATE_WORDS = {"Open": "opened", "Closed": "closed", "Closing": "closing (its running jobs finish first)"}
 
 
@@ -93,7 +94,8 @@ def cmd_close(client: ApiClient, args: argparse.Namespace) -> None:
 
 
 def node_row(node: dict) -> list[Any]:
-    """One row of NODE_HEADERS: allocatable per resource, schedulability, taints, reported usage."""
+    """One row of NODE_HEADERS: allocatable per resource, schedulability, what its tasks hold
+    (`allocated`: the requests of the tasks on it), taints, reported usage."""
     alloc = node.get("allocatable") or {}
     taints = ",".join(f"{t.get('key')}{'=' + t['value'] if t.get('value') else ''}:{t.get('effect')}"
                       for t in node.get("taints") or [] if isinstance(t, dict))
@@ -102,7 +104,8 @@ def node_row(node: dict) -> list[Any]:
             render.cpu(alloc.get("cpu")) if "cpu" in alloc else None,
             render.memory(alloc.get("memory")) if "memory" in alloc else None,
             render.number(alloc.get("pods")) if "pods" in alloc else None,
-            None if other == "0" else other, taints, render.percent(node.get("usage_cpu")),
+            None if other == "0" else other, render.resources(node.get("allocated")), taints,
+            render.percent(node.get("usage_cpu")),
             render.percent(node.get("usage_memory"))]
 
 

@@ -10,7 +10,12 @@ from rest_framework.filters import OrderingFilter
 from rest_framework.response import Response
 
 from schedweb.api.permissions import ReadAnyWriteStaff
-from schedweb.api.serializers.cluster import HeartbeatSerializer, NodeSerializer, NodeWriteSerializer
+from schedweb.api.serializers.cluster import (
+    HeartbeatSerializer,
+    NodeSerializer,
+    NodeWriteSerializer,
+    node_allocated,
+)
 from schedweb.api.views.base import location, validated
 from schedweb.core import services
 from schedweb.core.filtersets import NodeFilterSet
@@ -38,7 +43,8 @@ class NodeViewSet(viewsets.GenericViewSet):
     def list(self, request):
         """All nodes, paginated."""
         page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
-        return self.get_paginated_response(self.get_serializer(page, many=True).data)
+        context = {**self.get_serializer_context(), "allocated": node_allocated([n.pk for n in page])}
+        return self.get_paginated_response(NodeSerializer(page, many=True, context=context).data)
 
     def retrieve(self, request, name: str):
         """One node."""

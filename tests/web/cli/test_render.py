@@ -143,14 +143,14 @@ def test_node_rows():
         {"name": "gpu-1", "allocatable": {"cpu": 32, "memory": 128 * 2**30, "pods": 110, "nvidia.com/gpu": 8},
          "unschedulable": True, "taints": [{"key": "gpu", "value": "true", "effect": "NoSchedule"},
                                            {"key": "dedicated", "value": "", "effect": "NoExecute"}],
-         "usage_cpu": 37.5, "usage_memory": 12},
+         "usage_cpu": 37.5, "usage_memory": 12, "allocated": {"cpu": 2, "nvidia.com/gpu": 1}},
         {"name": "n0", "allocatable": {"cpu": 4, "memory": 8 * 2**30, "pods": 110}, "unschedulable": False,
          "taints": [], "usage_cpu": None, "usage_memory": None},
     ]
     assert [node_row(n) for n in nodes] == [
-        ["gpu-1", "SchedulingDisabled", "32", "128Gi", "110", "nvidia.com/gpu=8",
+        ["gpu-1", "SchedulingDisabled", "32", "128Gi", "110", "nvidia.com/gpu=8", "cpu=2,nvidia.com/gpu=1",
          "gpu=true:NoSchedule,dedicated:NoExecute", "37.5%", "12%"],
-        ["n0", "Ready", "4", "8Gi", "110", None, "", "-", "-"],
+        ["n0", "Ready", "4", "8Gi", "110", None, "-", "", "-", "-"],  # a server without `allocated`
     ]
 
 
