@@ -34,3 +34,13 @@ def test_a_job_and_a_token_are_located(staff):
     assert staff.get(job["Location"]).json()["name"] == "a"
     token = staff.post("/api/v1/tokens/", {"name": "ci"}, format="json")
     assert (token.status_code, token["Location"]) == (201, f"/api/v1/tokens/{token.json()['id']}/")
+
+
+def test_the_tree_names_the_cycle_its_figures_come_from(staff):
+    from schedweb.scheduling.cycle import cycle_run
+
+    staff.post("/api/v1/queues/", {"name": "q"}, format="json")
+    assert staff.get("/api/v1/queues/tree/").json()["cycle"] is None  # no cycle yet
+    run = cycle_run()
+    tree = staff.get("/api/v1/queues/tree/").json()
+    assert tree["cycle"] == {"id": run.id, "started": run.started.isoformat().replace("+00:00", "Z")}
