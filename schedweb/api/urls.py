@@ -63,6 +63,10 @@ urlpatterns = [
          NamespacedJobViewSet.as_view({"get": "retrieve", "delete": "destroy"}), name="namespaced-job"),
     path("v1/namespaces/<str:namespace>/jobs/<str:name>/cancel/",
          NamespacedJobViewSet.as_view({"post": "cancel"}), name="namespaced-job-cancel"),
+    path("v1/namespaces/<str:namespace>/jobs/<str:name>/suspend/",
+         NamespacedJobViewSet.as_view({"post": "suspend"}), name="namespaced-job-suspend"),
+    path("v1/namespaces/<str:namespace>/jobs/<str:name>/resume/",
+         NamespacedJobViewSet.as_view({"post": "resume"}), name="namespaced-job-resume"),
     path("v1/", include(router.urls)),
     re_path(r"^.*$", NotFoundView.as_view()),
 ]

@@ -69,6 +69,14 @@ class ApiClient:
         """POST a JSON `body` (or `raw=` bytes with `content_type=`) to `path`."""
         return self.request("POST", path, params=params, body=body, **kwargs)
 
+    def patch(self, path: str, body: Any) -> Any:
+        """PATCH a JSON `body` to `path` (only the keys to change)."""
+        return self.request("PATCH", path, body=body)
+
+    def delete(self, path: str) -> Any:
+        """DELETE `path` (None for a 204)."""
+        return self.request("DELETE", path)
+
     def iter_list(self, path: str, params: Params = None, limit: int = 0) -> Iterator[dict]:
         """Every item of a paginated list, at most `limit` when above 0. Pages are followed by
         their `continue` token (keyset pages: rows arriving meanwhile neither repeat nor hide

@@ -1,13 +1,15 @@
-"""`schedctl job list|get|submit|cancel`: jobs (PodGroups with their tasks) over /api/v1/jobs/."""
+"""`schedctl job list|get|submit|cancel` (run/delete/suspend/resume: job_write): jobs (PodGroups with
+their tasks) over /api/v1/jobs/."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from schedweb.cli import render
 from schedweb.cli.client import ApiClient, path_part
-from schedweb.cli.errors import ApiError, UsageError
+from schedweb.cli.errors import ApiError, CliError, UsageError
 from schedweb.cli.inputs import Submission, read_submission
 
 JOBS = "/api/v1/jobs/"
@@ -89,15 +91,63 @@ def job_detail_text(job: dict) -> str:
     return text + ("\n\n" + render.table(TASK_HEADERS, tasks) if tasks else "")
 
 
-def cmd_list(client: ApiClient, args: argparse.Namespace) -> None:
-    """`job list`: every job (all pages), by namespace and name."""
+PAGE_SIZE = 50  # jobs per `job list` page
+DEFAULT_NAMESPACE = "default"  # vcctl's: `job list` without -n or -A lists this namespace
+FINISHED_PHASES = ("Completed", "Cancelled")
+
+
+def list_params(args: argparse.Namespace) -> dict:
+    """The list's query: filters, newest first, one page (`--page` of `--limit` jobs)."""
     states = [s for part in args.state or [] for s in part.split(",") if s]
-    params = {"queue": args.queue, "namespace": args.namespace, "phase": states, "ordering": "namespace,name"}
-    jobs = client.list_all(JOBS, params, limit=args.limit)
-    if not jobs and args.output == "table":
-        render.empty_notice("jobs")
+    namespace = None if args.all_namespaces else (args.namespace or DEFAULT_NAMESPACE)
+    return {"queue": args.queue, "namespace": namespace, "phase": states,  # the API's order: newest first
+            "limit": args.limit, "offset": (args.page - 1) * args.limit}
+
+
+def next_page_command(args: argparse.Namespace) -> str:
+    """The `schedctl job list ...` that shows the page after this one (same filters)."""
+    words = ["schedctl", "job", "list"]
+    if args.all_namespaces:
+        words.append("-A")
+    elif args.namespace:
+        words += ["-n", args.namespace]
+    if args.queue:
+        words += ["--queue", args.queue]
+    for state in args.state or []:
+        words += ["--state", state]
+    if args.limit != PAGE_SIZE:
+        words += ["--limit", str(args.limit)]
+    return " ".join([*words, "--page", str(args.page + 1)])
+
+
+def page_footer(args: argparse.Namespace, shown: int, count: int | None) -> str:
+    """`jobs 1-50 of 923, newest first; next page: schedctl job list --page 2`."""
+    first = (args.page - 1) * args.limit + 1
+    total = f" of {count}" if count is not None else ""
+    text = f"jobs {first}-{first + shown - 1}{total}, newest first"
+    if count is not None and first - 1 + shown < count:
+        text += f"; next page: {next_page_command(args)}"
+    return text
+
+
+def cmd_list(client: ApiClient, args: argparse.Namespace) -> None:
+    """`job list`: one page of jobs, newest first, of one namespace (`default`) or all (-A); the
+    table is followed on stderr by which jobs it shows and the command for the next page."""
+    page = client.get(JOBS, list_params(args))
+    jobs = page if isinstance(page, list) else (page or {}).get("results") or []
+    count = None if isinstance(page, list) else (page or {}).get("count")
+    if args.output != "table":
+        render.emit(jobs, args.output, jobs_table)
+        return
+    if not jobs:
+        where = "" if args.all_namespaces else f" in namespace {args.namespace or DEFAULT_NAMESPACE}"
+        hint = " (-A: every namespace)" if not (args.all_namespaces or args.namespace) else ""
+        at = f" on page {args.page}" if args.page > 1 else ""
+        sys.stderr.write(f"No jobs found{where}{at}.{hint}\n")
         return
     render.emit(jobs, args.output, jobs_table)
+    sys.stdout.flush()
+    sys.stderr.write(page_footer(args, len(jobs), count) + "\n")
 
 
 def cmd_get(client: ApiClient, args: argparse.Namespace) -> None:
@@ -106,8 +156,10 @@ def cmd_get(client: ApiClient, args: argparse.Namespace) -> None:
 
 
 def cmd_cancel(client: ApiClient, args: argparse.Namespace) -> None:
-    """`job cancel JOB`: cancel it; its tasks are released."""
+    """`job cancel JOB`: cancel it; its tasks are released. A finished job is a no-op: exit 1."""
     job = resolve_job(client, args.job)
+    if job.get("phase") in FINISHED_PHASES:
+        raise CliError(f"job {job_uid(job)} has already finished ({job['phase']}): nothing to cancel")
     done = client.post(f"{JOBS}{job['id']}/cancel/") or job
     render.emit(done, args.output, lambda j: f"job {job_uid(j)} {str(j.get('phase') or 'cancelled').lower()}")
 
@@ -118,14 +170,21 @@ def import_summary(result: dict) -> str:
     Any `<kinds>_<verb>` list the server adds later is shown the same way.
     """
     suffix = " (dry run: nothing saved)" if result.get("dry_run") else ""
+    previews = {str(c.get("name")): c["preview"] for c in result.get("changes") or []
+                if isinstance(c, dict) and isinstance(c.get("preview"), dict)}
     lines = []
     for key, names in result.items():
         kinds, _, verb = key.rpartition("_")
         if not kinds or not isinstance(names, list):
             continue
         kind = _SINGULAR.get(kinds, kinds[:-1] if kinds.endswith("s") else kinds)
-        lines.extend(f"{kind} {n if isinstance(n, str) else render.cell_text(n)} {verb}{suffix}"
-                     for n in names)
+        for n in names:
+            name = n if isinstance(n, str) else render.cell_text(n)
+            preview = previews.get(name) if kind in ("job", "podgroup") else None
+            where = f": {placement_words(preview)}" if preview else ""
+            lines.append(f"{kind} {name} {verb}{suffix}{where}")
+            if preview and preview.get("sentence"):
+                lines.append(f"  {preview['sentence']}")
     return "\n".join(lines) or f"nothing to do{suffix}"
 
 
@@ -159,36 +218,44 @@ def cmd_submit(client: ApiClient, args: argparse.Namespace) -> None:
         f" (id {j['id']})" if j.get("id") is not None else ""))
 
 
+def placement_words(preview: dict) -> str:
+    """`would be bound to n0, n1`, or `would be pending: CODE: message` (the server's preview)."""
+    placement = preview.get("placement")
+    if placement == "bound":
+        return "would be bound to " + ", ".join(sorted(set((preview.get("nodes") or {}).values())))
+    reason = preview.get("reason") or {}
+    said = f": {reason.get('code')}: {reason.get('message')}" if reason else ""
+    return ("would never run" if placement == "never" else f"would be {placement}") + said
+
+
 def dry_run_summary(preview: dict) -> str:
     """`job ml/solo checked (dry run: nothing saved): would be bound to n0` (or pending with its
     reason, or never), then the estimated start when the server gives one."""
-    placement = preview.get("placement")
-    if placement == "bound":
-        nodes = sorted(set((preview.get("nodes") or {}).values()))
-        where = "would be bound to " + ", ".join(nodes)
-    else:
-        reason = preview.get("reason") or {}
-        said = f": {reason.get('code')}: {reason.get('message')}" if reason else ""
-        where = f"would be {placement}{said}"
-    lines = [f"job {preview.get('job')} checked (dry run: nothing saved): {where}"]
+    lines = [f"job {preview.get('job')} checked (dry run: nothing saved): {placement_words(preview)}"]
     if preview.get("sentence"):
         lines.append(f"  {preview['sentence']}")
     return "\n".join(lines)
 
 
-def add_parsers(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    """`job` and its subcommands."""
-    job = sub.add_parser("job", help="list, show, submit and cancel jobs",
+def add_parsers(sub: argparse._SubParsersAction,
+                common: argparse.ArgumentParser) -> argparse._SubParsersAction:
+    """`job` and its subcommands; returns them, for job_write's to join."""
+    job = sub.add_parser("job", help="list, show, submit, run, cancel, suspend, resume and delete jobs",
                          description="Jobs (PodGroups with their tasks). JOB is an id or namespace/name.")
     verbs = job.add_subparsers(dest="verb", metavar="COMMAND", required=True)
     p = verbs.add_parser("list", parents=[common], help="list jobs",
-                         description="List jobs, by namespace and name (every page).")
+                         description="List jobs, newest first, one page at a time (the next page's "
+                                     "command is printed on stderr), of the namespace `default` "
+                                     "unless -n or -A says otherwise (vcctl's rule).")
     p.add_argument("--queue", help="only jobs of this queue")
-    p.add_argument("--namespace", "-n", help="only jobs of this namespace")
+    p.add_argument("--namespace", "-n", help="only jobs of this namespace (default: default)")
+    p.add_argument("-A", "--all-namespaces", action="store_true", help="jobs of every namespace")
     p.add_argument("--state", action="append", metavar="PHASE",
                    help="only jobs in this phase (Pending, Inqueue, Running, Completed, Cancelled, ...); "
                         "repeat or separate with commas")
-    p.add_argument("--limit", type=_positive, default=0, help="at most this many jobs (default: all)")
+    p.add_argument("--limit", type=_positive, default=PAGE_SIZE,
+                   help=f"jobs per page (default {PAGE_SIZE}, at most 1000)")
+    p.add_argument("--page", type=_positive, default=1, help="which page (1: the newest jobs)")
     p.set_defaults(func=cmd_list)
     p = verbs.add_parser("get", parents=[common], help="show a job and its tasks",
                          description="Show one job and its tasks.")
@@ -205,6 +272,7 @@ def add_parsers(sub: argparse._SubParsersAction, common: argparse.ArgumentParser
                          description="Cancel a job; its tasks are released.")
     p.add_argument("job", metavar="JOB", help="job id or namespace/name")
     p.set_defaults(func=cmd_cancel)
+    return verbs
 
 
 def _positive(text: str) -> int:

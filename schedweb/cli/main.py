@@ -11,7 +11,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from importlib import metadata
 
-from schedweb.cli import config, jobs, queues, render, why
+from schedweb.cli import config, job_write, jobs, queues, render, why
 from schedweb.cli.client import ApiClient
 from schedweb.cli.errors import CliError
 
@@ -57,7 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Command line for schedweb, a Volcano-style batch scheduler (vcctl style).")
     parser.add_argument("--version", action="version", version=f"schedctl {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    jobs.add_parsers(sub, common)
+    job_write.add_parsers(jobs.add_parsers(sub, common), common)
     queues.add_parsers(sub, common)
     why.add_parsers(sub, common)
     return parser

@@ -1,11 +1,11 @@
-"""`schedctl queue list|get|open|close` and `schedctl node list`."""
+"""`schedctl queue list|get|open|close` (create/delete/operate: queue_write) and `schedctl node list`."""
 
 from __future__ import annotations
 
 import argparse
 from typing import Any
 
-from schedweb.cli import render
+from schedweb.cli import queue_write, render
 from schedweb.cli.client import ApiClient, path_part
 
 QUEUES = "/api/v1/queues/"
@@ -13,7 +13,8 @@ TREE = "/api/v1/queues/tree/"
 NODES = "/api/v1/nodes/"
 QUEUE_HEADERS = ("NAME", "PARENT", "STATE", "WEIGHT", "RECLAIMABLE", "DESERVED", "ALLOCATED", "CAPABILITY",
                  "PENDING")
-NODE_HEADERS = ("NAME", "STATUS", "CPU", "MEMORY", "PODS", "OTHER", "TAINTS", "CPU USAGE", "MEMORY USAGE")
+NODE_HEADERS = ("NAME", "STATUS", "CPU", "MEMORY", "PODS", "OTHER", "ALLOCATED", "TAINTS", "CPU USAGE",
+                "MEMORY USAGE")
 _STATE_WORDS = {"Open": "opened", "Closed": "closed", "Closing": "closing (its running jobs finish first)"}
 
 
@@ -93,7 +94,8 @@ def cmd_close(client: ApiClient, args: argparse.Namespace) -> None:
 
 
 def node_row(node: dict) -> list[Any]:
-    """One row of NODE_HEADERS: allocatable per resource, schedulability, taints, reported usage."""
+    """One row of NODE_HEADERS: allocatable per resource, schedulability, what its tasks hold
+    (`allocated`: the requests of the tasks on it), taints, reported usage."""
     alloc = node.get("allocatable") or {}
     taints = ",".join(f"{t.get('key')}{'=' + t['value'] if t.get('value') else ''}:{t.get('effect')}"
                       for t in node.get("taints") or [] if isinstance(t, dict))
@@ -102,7 +104,8 @@ def node_row(node: dict) -> list[Any]:
             render.cpu(alloc.get("cpu")) if "cpu" in alloc else None,
             render.memory(alloc.get("memory")) if "memory" in alloc else None,
             render.number(alloc.get("pods")) if "pods" in alloc else None,
-            None if other == "0" else other, taints, render.percent(node.get("usage_cpu")),
+            None if other == "0" else other, render.resources(node.get("allocated")), taints,
+            render.percent(node.get("usage_cpu")),
             render.percent(node.get("usage_memory"))]
 
 
@@ -117,7 +120,7 @@ def cmd_nodes(client: ApiClient, args: argparse.Namespace) -> None:
 
 def add_parsers(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     """`queue` and `node` with their subcommands."""
-    queue = sub.add_parser("queue", help="list, show, open and close queues",
+    queue = sub.add_parser("queue", help="list, show, create, delete, open, close and update queues",
                            description="Queues (the hierarchy under the implicit root).")
     verbs = queue.add_subparsers(dest="verb", metavar="COMMAND", required=True)
     p = verbs.add_parser("list", parents=[common], help="list queues",
@@ -129,6 +132,7 @@ def add_parsers(sub: argparse._SubParsersAction, common: argparse.ArgumentParser
         p = verbs.add_parser(name, parents=[common], help=text, description=text[0].upper() + text[1:] + ".")
         p.add_argument("name", metavar="NAME", help="queue name")
         p.set_defaults(func=func)
+    queue_write.add_parsers(verbs, common)
     node = sub.add_parser("node", help="list nodes", description="Cluster nodes.")
     verbs = node.add_subparsers(dest="verb", metavar="COMMAND", required=True)
     p = verbs.add_parser("list", parents=[common], help="list nodes",

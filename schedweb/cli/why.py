@@ -55,7 +55,8 @@ def queue_chain(job: dict, paths: dict[str, list[dict]] | None) -> tuple[list[di
         fig = node.get("figures") or {}
         levels.append({"queue": node.get("name"), "deserved": fig.get("deserved"),
                        "allocated": fig.get("allocated"),
-                       "headroom": _clean(headroom(fig.get("deserved"), fig.get("allocated")))})
+                       "headroom": _clean(headroom(fig.get("deserved"), fig.get("allocated"))),
+                       "headroom_of": "deserved"})
     return levels, "tree"
 
 
@@ -110,6 +111,21 @@ def score_rows(placements: list[dict]) -> list[list[str]]:
     return rows
 
 
+# The figure a headroom is measured against, as `why` names it.
+LIMIT_WORDS = {"deserved": "deserved", "capability": "capability",
+               "real_capability": "capability (real: capped by what the cluster has)"}
+
+
+def limit_of(chain: list[dict]) -> str:
+    """The figure the chain's headroom is measured against: the recorded `headroom_of` (the
+    reason's limit: deserved for the allocate check, real capability for admission and NeverFits),
+    `deserved` for the tree's figures."""
+    for level in chain:
+        if level.get("headroom_of"):
+            return str(level["headroom_of"])
+    return "deserved"
+
+
 def why_text(info: dict[str, Any]) -> str:
     """The explanation as `Key: value` lines, then the queue chain and node failure tables."""
     reason = info.get("reason") or {}
@@ -132,8 +148,10 @@ def why_text(info: dict[str, Any]) -> str:
     width = max(len(k) for k, _ in rows) + 3  # the colon, then at least two spaces
     parts = ["\n".join(f"{k + ':':<{width}}{render.cell_text(v)}" for k, v in rows)]
     if info["queue_chain"]:
-        title = ("Queue chain (as the scheduler checked it):" if info["queue_chain_source"] == "reason"
-                 else "Queue chain (top level to the job's queue, newest cycle):")
+        limit = LIMIT_WORDS.get(str(limit_of(info["queue_chain"])), str(limit_of(info["queue_chain"])))
+        title = ("Queue chain (as the scheduler checked it" if info["queue_chain_source"] == "reason"
+                 else "Queue chain (top level to the job's queue, newest cycle")
+        title += f"; headroom = {limit} - allocated):"
         parts.append(title + "\n" + render.table(CHAIN_HEADERS, [
             [level.get("queue"), render.resources(level.get("deserved")),
              render.resources(level.get("allocated")), render.resources(level.get("headroom"))]

@@ -36,7 +36,8 @@ WAITING_TASK_STATUSES: tuple[str, ...] = (TaskStatus.PENDING, TaskStatus.PIPELIN
 
 # Jobs not started yet: Pending, or admitted and Inqueue.
 WAITING_JOB_PHASES: tuple[str, ...] = (JobPhase.PENDING, JobPhase.INQUEUE)
-# `state` filter groups of phases (issue 19): waiting = not started yet, finished = terminal.
-# A phase name alone is a state too (`state=Running`).
+# `state` filter groups of phases (issue 19): waiting = not started yet, finished = terminal,
+# suspended = Aborted (job_suspend). A phase name alone is a state too (`state=Running`).
 JOB_STATE_GROUPS: dict[str, tuple[str, ...]] = {"waiting": WAITING_JOB_PHASES,
-                                                "finished": TERMINAL_JOB_PHASES}
+                                                "finished": TERMINAL_JOB_PHASES,
+                                                "suspended": (JobPhase.ABORTED,)}

@@ -19,9 +19,10 @@ from django.db.models import Q, QuerySet
 
 from scheduler_core.reasons import ReasonCode
 from schedweb.core.choices import JOB_PHASES, JOB_STATE_GROUPS, TASK_STATUSES
-from schedweb.core.models import Job, Node, Queue, Task
+from schedweb.core.models import SUSPENDED_REASON, Job, Node, Queue, Task
 
-REASON_CODES = tuple(code.value for code in ReasonCode)
+# The scheduler's codes, and the one job_suspend sets (the scheduler never writes it).
+REASON_CODES = (*(code.value for code in ReasonCode), SUSPENDED_REASON)
 TRUE, FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
 
 

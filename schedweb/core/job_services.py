@@ -10,7 +10,9 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from schedweb.audit import snapshots
+from schedweb.audit.context import current_request_info
 from schedweb.audit.models import AuditAction, AuditObjectType
+from schedweb.audit.services import SYSTEM_ACTOR
 from schedweb.audit.services import record as audit_record
 from schedweb.core.job_store import insert_drafts, load_context, resolve
 from schedweb.core.job_submission import (
@@ -22,6 +24,7 @@ from schedweb.core.job_submission import (
 )
 from schedweb.core.models import (
     NODE_BOUND_TASK_STATUSES,
+    SUSPENDED_REASON,
     TERMINAL_JOB_PHASES,
     TERMINAL_TASK_STATUSES,
     Job,
@@ -38,8 +41,8 @@ from schedweb.core.validation import (
     fail,
 )
 
-__all__ = ["TASK_TRANSITIONS", "JobExists", "job_cancel", "job_cancel_many", "job_submit",
-           "max_tasks_per_job", "task_set_status"]
+__all__ = ["TASK_TRANSITIONS", "JobExists", "job_cancel", "job_cancel_many", "job_delete", "job_resume",
+           "job_submit", "job_suspend", "max_tasks_per_job", "task_set_status"]
 
 # Legal task status changes (node agents, the scheduler, cancellation). Terminal is final.
 TASK_TRANSITIONS: dict[str, frozenset[str]] = {
@@ -151,6 +154,101 @@ def job_cancel(*, job: Job, actor: Any = None) -> Job:
                  before=before, after=snapshots.job_snapshot(job), actor=actor, queue_id=job.queue_id,
                  parent_queue_id=job.queue.parent_id)
     return job
+
+
+class JobStateConflict(ValidationError):
+    """The job is not in a state the operation applies to (finished, already suspended, ...): the
+    API answers 409."""
+
+
+def _actor_name(actor: Any) -> str:
+    """Who the audit entry will name: the actor, else the request's user, else "system"."""
+    if actor is None or not getattr(actor, "is_authenticated", False):
+        info = current_request_info()
+        actor = info.user if info is not None else None
+    return actor.get_username() if actor is not None else SYSTEM_ACTOR
+
+
+def _locked(job: Job) -> Job:
+    return Job.objects.select_related("queue").select_for_update(of=("self",)).get(pk=job.pk)
+
+
+def _audit_state(job: Job, before: dict[str, Any], actor: Any) -> None:
+    audit_record(action=AuditAction.SET_STATE, object_type=AuditObjectType.JOB, object_key=job.uid,
+                 before=before, after=snapshots.job_snapshot(job), actor=actor, queue_id=job.queue_id,
+                 parent_queue_id=job.queue.parent_id)
+
+
+@transaction.atomic
+def job_suspend(*, job: Job, actor: Any = None) -> Job:
+    """Suspend a job (Volcano's AbortJob): phase Aborted, shown as Suspended, reason `Suspended`.
+
+    Its tasks holding a node are Releasing (the agent turns them Pending once the node let go,
+    as it does for preempted tasks); Pipelined ones are Pending again; Pending ones stay. Every
+    unfinished task's `updated` moves, so a cycle that read the job before the suspend writes
+    none of its binds (the cycle's writes apply only to rows unchanged since its snapshot). The
+    scheduler leaves a suspended job out (schedweb.core.models.UNSCHEDULED_JOB_PHASES); its
+    Releasing tasks count in its queue until released, as a cancelled job's do. Audited
+    (set_state). A finished or already suspended job is a JobStateConflict."""
+    job = _locked(job)
+    if job.phase in TERMINAL_JOB_PHASES:
+        raise JobStateConflict({"phase": [f"Job {job.uid} has already finished ({job.phase})."]})
+    if job.phase == JobPhase.ABORTED:
+        raise JobStateConflict({"phase": [f"Job {job.uid} is already suspended."]})
+    now = timezone.now()
+    holding = (TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING)
+    job.tasks.filter(status__in=holding).update(status=TaskStatus.RELEASING, updated=now)
+    job.tasks.filter(status=TaskStatus.PIPELINED).update(status=TaskStatus.PENDING, node=None, updated=now)
+    job.tasks.filter(status__in=(TaskStatus.PENDING, TaskStatus.RELEASING)).update(updated=now)
+    before = snapshots.job_snapshot(job)
+    job.phase = JobPhase.ABORTED
+    job.reason_code, job.reason_since, job.reason_details = SUSPENDED_REASON, now, {}
+    job.reason_message = (f"suspended by {_actor_name(actor)} at {now:%Y-%m-%d %H:%M:%S} UTC; "
+                          "resume it to schedule it again")
+    job.save(update_fields=["phase", "reason_code", "reason_message", "reason_details", "reason_since",
+                            "updated"])
+    _audit_state(job, before, actor)
+    return job
+
+
+@transaction.atomic
+def job_resume(*, job: Job, actor: Any = None) -> Job:
+    """Resume a suspended job (Volcano's ResumeJob): phase Pending, reason cleared; its tasks
+    wait again and the next cycle schedules it as a new gang (same minimum members). Tasks still
+    Releasing become Pending when their node lets go. Audited (set_state); a job that is not
+    suspended is a JobStateConflict."""
+    job = _locked(job)
+    if job.phase != JobPhase.ABORTED:
+        state = "has already finished" if job.phase in TERMINAL_JOB_PHASES else "is not suspended"
+        raise JobStateConflict({"phase": [f"Job {job.uid} {state} ({job.phase})."]})
+    # Touched so the scheduler's kept snapshot, which dropped the job and its tasks while it was
+    # suspended, reads them again (schedweb.scheduling.delta re-reads changed rows only).
+    job.tasks.exclude(status__in=TERMINAL_TASK_STATUSES).update(updated=timezone.now())
+    before = snapshots.job_snapshot(job)
+    job.phase = JobPhase.PENDING
+    job.reason_code, job.reason_message, job.reason_details, job.reason_since = "", "", {}, None
+    job.save(update_fields=["phase", "reason_code", "reason_message", "reason_details", "reason_since",
+                            "updated"])
+    _audit_state(job, before, actor)
+    return job
+
+
+@transaction.atomic
+def job_delete(*, job: Job, actor: Any = None) -> None:
+    """Delete a finished job and its tasks (vcctl job delete, after a cancel). A job that is not
+    finished, or whose tasks still hold a node (Releasing after a cancel), is a JobStateConflict:
+    cancel it and wait for the release. Audited (delete)."""
+    job = _locked(job)
+    if job.phase not in TERMINAL_JOB_PHASES:
+        raise JobStateConflict({"phase": [f"Job {job.uid} is {job.phase}: cancel it first."]})
+    if job.tasks.filter(status__in=NODE_BOUND_TASK_STATUSES).exists():
+        raise JobStateConflict({"phase": [f"Job {job.uid} still has tasks on nodes (being released): "
+                                          "delete it once they are released."]})
+    before = snapshots.job_snapshot(job)
+    audit_record(action=AuditAction.DELETE, object_type=AuditObjectType.JOB, object_key=job.uid,
+                 before=before, after=None, actor=actor, queue_id=job.queue_id,
+                 parent_queue_id=job.queue.parent_id)
+    job.delete()
 
 
 @transaction.atomic

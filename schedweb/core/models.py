@@ -20,7 +20,8 @@ class QueueState(models.TextChoices):
 
 
 class JobPhase(models.TextChoices):
-    """PodGroup phases, plus Cancelled (cancelled by a user; terminal)."""
+    """PodGroup phases, plus Cancelled (cancelled by a user; terminal) and Aborted (Volcano's
+    phase of a job suspended by `vcctl job suspend`, shown as "Suspended"; resumable)."""
 
     PENDING = "Pending"
     INQUEUE = "Inqueue"
@@ -28,6 +29,7 @@ class JobPhase(models.TextChoices):
     UNKNOWN = "Unknown"
     COMPLETED = "Completed"
     CANCELLED = "Cancelled"
+    ABORTED = "Aborted", "Suspended"
 
 
 # Task (pod) statuses: derived from the scheduler's enum so the two can never drift apart.
@@ -46,6 +48,11 @@ TERMINAL_TASK_STATUSES = (TaskStatus.SUCCEEDED, TaskStatus.FAILED)
 NODE_BOUND_TASK_STATUSES = (TaskStatus.ALLOCATED, TaskStatus.PIPELINED, TaskStatus.BINDING,
                             TaskStatus.BOUND, TaskStatus.RUNNING, TaskStatus.RELEASING)
 TERMINAL_JOB_PHASES = (JobPhase.COMPLETED, JobPhase.CANCELLED)
+# Phases the scheduler never schedules: finished, or suspended (such a job is loaded only while a
+# task of it still holds a node, as a finished one is).
+UNSCHEDULED_JOB_PHASES = (*TERMINAL_JOB_PHASES, JobPhase.ABORTED)
+# The reason code of a suspended job (set by job_suspend; the cycle writes no reason of such a job).
+SUSPENDED_REASON = "Suspended"
 ROOT_QUEUE_NAME = "root"
 
 

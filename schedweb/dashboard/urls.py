@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from schedweb.dashboard.views import audit, job_lists, jobs, mine, nodes, overview, queues
+from schedweb.dashboard.views import audit, job_lists, job_suspend, jobs, mine, nodes, overview, queues
 
 app_name = "dashboard"
 
@@ -21,6 +21,8 @@ urlpatterns = [
     path("jobs/", job_lists.job_list, name="jobs"),
     path("jobs/mine/", job_lists.my_jobs, name="my-jobs"),
     path("jobs/<str:namespace>/<str:name>/cancel/", job_lists.job_cancel, name="job-cancel"),
+    path("jobs/<str:namespace>/<str:name>/suspend/", job_suspend.job_suspend, name="job-suspend"),
+    path("jobs/<str:namespace>/<str:name>/resume/", job_suspend.job_resume, name="job-resume"),
     path("jobs/<str:namespace>/<str:name>/", jobs.job_detail, name="job"),
     path("jobs/<int:pk>/", jobs.job_by_id, name="job-by-id"),
     path("nodes/", nodes.nodes, name="nodes"),

@@ -30,7 +30,7 @@ from scheduler_core.model import (
 )
 from scheduler_core.model import TaskStatus as CoreStatus
 from scheduler_core.resources import Resource
-from schedweb.core.models import TERMINAL_JOB_PHASES
+from schedweb.core.models import UNSCHEDULED_JOB_PHASES
 from schedweb.scheduling.snapshot_sql import HOLDING_STATUSES, fetch_all
 
 __all__ = ["HOLDING_STATUSES", "Decoder", "JobRow", "LoadedState", "figures_json", "load_state", "memo_json",
@@ -115,13 +115,13 @@ def _loads(text: str | None) -> Any:
 # Enum members by value: a dict lookup instead of an Enum call per row (tens of thousands of rows).
 _CORE_STATUS = {s.value: s for s in CoreStatus}
 _CORE_PHASE = {p.value: p for p in JobPhase}
-_TERMINAL = frozenset(TERMINAL_JOB_PHASES)
+_TERMINAL = frozenset(UNSCHEDULED_JOB_PHASES)  # finished or suspended
 _PIPELINED = CoreStatus.PIPELINED
 
 
 def core_phase(phase: str) -> JobPhase:
-    """The snapshot's phase of a stored phase: a finished (cancelled) job is only loaded for its
-    Releasing tasks, so it holds like a Running job and never asks."""
+    """The snapshot's phase of a stored phase: a finished (cancelled) or suspended job is only
+    loaded for its Releasing tasks, so it holds like a Running job and never asks."""
     return _CORE_PHASE[phase] if phase not in _TERMINAL else JobPhase.RUNNING
 
 

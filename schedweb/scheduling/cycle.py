@@ -27,7 +27,7 @@ from scheduler_core.model import ClusterSnapshot
 from scheduler_core.node_scores import recording_scores
 from scheduler_core.result import FIGURE_NAMES, SessionResult
 from scheduler_core.scheduler import gc_paused, run_session_isolated
-from schedweb.core.models import TERMINAL_JOB_PHASES, SchedulerConfig, TaskStatus
+from schedweb.core.models import TERMINAL_JOB_PHASES, UNSCHEDULED_JOB_PHASES, SchedulerConfig, TaskStatus
 from schedweb.scheduling import cycle_metrics, incremental, job_conditions, placement_scores, writes
 from schedweb.scheduling.adapter import LoadedState, figures_json
 from schedweb.scheduling.default_conf import schedweb_default_conf
@@ -277,7 +277,7 @@ def _job_changes(state: LoadedState, result: SessionResult, now: datetime,
     code_changed: set[int] = set()
     same_code: list[int] = []
     for uid, row in state.jobs.items():
-        if row.phase in TERMINAL_JOB_PHASES:
+        if row.phase in UNSCHEDULED_JOB_PHASES:  # finished, or suspended (its reason says so)
             continue
         phase = str(result.job_phase.get(uid, row.phase))
         if phase in TERMINAL_JOB_PHASES:

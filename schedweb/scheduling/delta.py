@@ -16,7 +16,7 @@ from typing import Any
 
 from scheduler_core.model import OCCUPYING_STATUSES, ClusterSnapshot, JobInfo, TaskStatus
 from scheduler_core.result import SessionResult
-from schedweb.core.models import TERMINAL_JOB_PHASES
+from schedweb.core.models import UNSCHEDULED_JOB_PHASES
 from schedweb.scheduling.adapter import (
     Decoder,
     JobRow,
@@ -30,7 +30,7 @@ from schedweb.scheduling.adapter import (
 )
 from schedweb.scheduling.snapshot_sql import fetch_all, fetch_by
 
-_TERMINAL = frozenset(TERMINAL_JOB_PHASES)
+_TERMINAL = frozenset(UNSCHEDULED_JOB_PHASES)  # finished or suspended: loaded while holding
 _STATUS = {s.value: s for s in TaskStatus}
 _JOB_FIELDS = ("queue", "min_available", "task_min_available", "min_resources", "priority", "priority_class",
                "phase", "preemptable", "created", "sla_waiting_time")

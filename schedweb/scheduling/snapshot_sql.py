@@ -18,12 +18,13 @@ from typing import Any
 
 from django.db import connection
 
-from schedweb.core.models import TERMINAL_JOB_PHASES, JobPhase, TaskStatus
+from schedweb.core.models import UNSCHEDULED_JOB_PHASES, JobPhase, TaskStatus
 
 # Tasks in these statuses hold (or are promised) room on a node: loaded even for finished jobs.
 HOLDING_STATUSES = (TaskStatus.ALLOCATED, TaskStatus.PIPELINED, TaskStatus.BINDING, TaskStatus.BOUND,
                     TaskStatus.RUNNING, TaskStatus.RELEASING)
-ACTIVE_PHASES = tuple(p for p in JobPhase.values if p not in TERMINAL_JOB_PHASES)
+# Finished and suspended jobs are never scheduled: loaded only while a task holds a node.
+ACTIVE_PHASES = tuple(p for p in JobPhase.values if p not in UNSCHEDULED_JOB_PHASES)
 
 # How a column comes back: as stored, JSON as text, a timestamp as Unix seconds, any value as text.
 PLAIN, JSON, EPOCH, TEXT = "plain", "json", "epoch", "text"
@@ -76,7 +77,7 @@ class RowSpec:
         return text + (f" ORDER BY {self.order}" if self.order else "")
 
 
-_HOLDING, _TERMINAL, _ACTIVE = _in(HOLDING_STATUSES), _in(TERMINAL_JOB_PHASES), _in(ACTIVE_PHASES)
+_HOLDING, _TERMINAL, _ACTIVE = _in(HOLDING_STATUSES), _in(UNSCHEDULED_JOB_PHASES), _in(ACTIVE_PHASES)
 
 PRIORITY_CLASSES = RowSpec("priority_classes", "core_priorityclass", (
     ("id", "id", PLAIN), ("name", "name", PLAIN), ("value", "value", PLAIN),

@@ -10,6 +10,22 @@ from schedweb.api.units import to_api
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 
 
+def node_allocated(node_ids: list[int]) -> dict[int, dict[str, float]]:
+    """Per node id, the summed requests (stored units) of the tasks holding it (NODE_BOUND
+    statuses: Releasing ones still hold their room): one query for all the nodes of a page."""
+    from schedweb.core.models import NODE_BOUND_TASK_STATUSES, Task
+
+    out: dict[int, dict[str, float]] = {pk: {} for pk in node_ids}
+    rows = Task.objects.filter(node_id__in=node_ids, status__in=NODE_BOUND_TASK_STATUSES).values_list(
+        "node_id", "request").order_by()
+    for node_id, request in rows:
+        held = out[node_id]
+        for name, amount in (request or {}).items():
+            if isinstance(amount, int | float) and not isinstance(amount, bool):
+                held[name] = held.get(name, 0) + amount
+    return out
+
+
 class TaintSerializer(StrictSerializer):
     """A node taint {key, value, effect}."""
 
@@ -32,8 +48,18 @@ class NodeSerializer(serializers.Serializer):
     usage_cpu = serializers.FloatField(allow_null=True)
     usage_memory = serializers.FloatField(allow_null=True)
     usage_updated = serializers.DateTimeField(allow_null=True)
+    allocated = serializers.SerializerMethodField(
+        help_text="What the tasks holding the node request, summed (read-only; output units).")
     created = serializers.DateTimeField()
     updated = serializers.DateTimeField()
+
+
+    def get_allocated(self, obj) -> dict[str, float]:
+        """From the context's `allocated` map (the view's one query per page), else read now."""
+        held = (self.context.get("allocated") or {}).get(obj.pk)
+        if held is None:
+            held = node_allocated([obj.pk])[obj.pk]
+        return to_api(held) or {}
 
 
 class NodeWriteSerializer(StrictSerializer):

@@ -25,6 +25,14 @@ def validated(serializer_class: type[serializers.Serializer], request, *, partia
     return dict(serializer.validated_data)
 
 
+def location(basename: str, key: Any) -> dict[str, str]:
+    """The `Location` header of a 201: the created object's detail path (`api:<basename>-detail`),
+    a relative reference as RFC 9110 allows, right behind any proxy."""
+    from django.urls import reverse
+
+    return {"Location": reverse(f"api:{basename}-detail", args=[key])}
+
+
 def access(request) -> QueueAccess:
     """The request user's queue ACL view."""
     return queue_access(request)

@@ -21,7 +21,7 @@ from schedweb.api.serializers.cluster import (
     SchedulerConfigSerializer,
     SchedulerConfigWriteSerializer,
 )
-from schedweb.api.views.base import validated
+from schedweb.api.views.base import location, validated
 from schedweb.core import services
 from schedweb.core.models import NamespaceQuota, PriorityClass, SchedulerConfig
 from schedweb.core.selectors import namespace_used
@@ -53,7 +53,8 @@ class PriorityClassViewSet(viewsets.GenericViewSet):
     def create(self, request):
         """Create a priority class."""
         pc = services.priority_class_create(**validated(PriorityClassSerializer, request), actor=request.user)
-        return Response(self.get_serializer(pc).data, status=status.HTTP_201_CREATED)
+        return Response(self.get_serializer(pc).data, status=status.HTTP_201_CREATED,
+                        headers=location("priorityclass", pc.name))
 
     def partial_update(self, request, name: str):
         """Change a priority class's value, policy or description."""
@@ -96,7 +97,8 @@ class NamespaceQuotaViewSet(viewsets.GenericViewSet):
         data = validated(NamespaceQuotaSerializer, request)
         quota = services.namespace_quota_set(namespace=data["namespace"], hard=data["hard"],
                                              actor=request.user)
-        return Response(self.get_serializer(quota).data, status=status.HTTP_201_CREATED)
+        return Response(self.get_serializer(quota).data, status=status.HTTP_201_CREATED,
+                        headers=location("namespacequota", quota.namespace))
 
     @extend_schema(responses={204: OpenApiResponse(description="Deleted")})
     def destroy(self, request, namespace: str):

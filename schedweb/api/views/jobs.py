@@ -13,6 +13,7 @@ from rest_framework.response import Response
 
 from schedweb.api import commands, limits
 from schedweb.api.cache import cached_json
+from schedweb.api.exceptions import Conflict, django_validation_error_fields
 from schedweb.api.permissions import ReadAnyWriteStaff
 from schedweb.api.serializers.jobs import (
     JobCreatedSerializer,
@@ -25,10 +26,11 @@ from schedweb.api.serializers.jobs import (
     validate_submission,
     with_task_counts,
 )
-from schedweb.api.views.base import access, validated
+from schedweb.api.views.base import access, location, validated
 from schedweb.core import services
 from schedweb.core.filtersets import JobFilterSet, TaskFilterSet
-from schedweb.core.models import Job, Task
+from schedweb.core.job_services import JobStateConflict, job_delete, job_resume, job_suspend
+from schedweb.core.models import TERMINAL_JOB_PHASES, Job, Task
 
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 
@@ -114,10 +116,11 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
                                            request_hash=commands.body_hash(request.data) if key else "",
                                            warnings=True)
         if not created:
-            return self._detail(job, status.HTTP_201_CREATED, headers={"Idempotent-Replayed": "true"})
+            return self._detail(job, status.HTTP_201_CREATED,
+                                headers={"Idempotent-Replayed": "true", **location("job", job.pk)})
         # Built from what was written: nothing is read back.
         body = created_representation(job, self.get_serializer_context())
-        return Response(body, status=status.HTTP_201_CREATED)
+        return Response(body, status=status.HTTP_201_CREATED, headers=location("job", job.pk))
 
     def _cancel(self, request, pk) -> Job:
         job = self.get_object()
@@ -125,10 +128,27 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
             raise PermissionDenied("Only the submitter or an admin of the job's queue may cancel it.")
         return services.job_cancel(job=job, actor=request.user)
 
-    @extend_schema(responses={204: OpenApiResponse(description="Cancelled; its tasks are released")})
+    def _change(self, request, service, verb: str) -> Job:
+        """Suspend, resume or delete under the cancel rule; a job in the wrong state is a 409."""
+        job = self.get_object()
+        if not access(request).can_cancel(job):
+            raise PermissionDenied(f"Only the submitter or an admin of the job's queue may {verb} it.")
+        try:
+            return service(job=job, actor=request.user)
+        except JobStateConflict as exc:
+            raise Conflict(django_validation_error_fields(exc)) from None
+
+    @extend_schema(responses={204: OpenApiResponse(description=(
+        "An unfinished job is cancelled (its tasks are released); a finished one is deleted with "
+        "its tasks (vcctl job delete)")), 409: OpenApiResponse(description=(
+            "`conflict`: the finished job still has tasks being released from their nodes"))})
     def destroy(self, request, pk=None, **kwargs):
-        """Cancel the job (same as POST .../cancel/)."""
-        self._cancel(request, pk)
+        """Cancel the job (same as POST .../cancel/); a finished job is deleted (audited)."""
+        job = self.get_object()
+        if job.phase in TERMINAL_JOB_PHASES:
+            self._change(request, job_delete, "delete")
+        else:
+            self._cancel(request, pk)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     @extend_schema(request=None, responses={200: JobDetailSerializer})
@@ -136,6 +156,21 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
     def cancel(self, request, pk=None, **kwargs):
         """Cancel the job, releasing its tasks; returns the cancelled job."""
         return self._detail(self._cancel(request, pk))
+
+    @extend_schema(request=None, responses={200: JobDetailSerializer, 409: OpenApiResponse(
+        description="`conflict`: the job has finished or is already suspended")})
+    @action(detail=True, methods=["post"])
+    def suspend(self, request, pk=None, **kwargs):
+        """Suspend the job (Volcano's AbortJob): phase `Aborted` (shown as Suspended), reason
+        `Suspended`; tasks holding a node are released and wait again; never scheduled until resumed."""
+        return self._detail(self._change(request, job_suspend, "suspend"))
+
+    @extend_schema(request=None, responses={200: JobDetailSerializer, 409: OpenApiResponse(
+        description="`conflict`: the job is not suspended")})
+    @action(detail=True, methods=["post"])
+    def resume(self, request, pk=None, **kwargs):
+        """Resume a suspended job (Volcano's ResumeJob): Pending again, scheduled as a new gang."""
+        return self._detail(self._change(request, job_resume, "resume"))
 
 
 def idempotency_key(request) -> str | None:

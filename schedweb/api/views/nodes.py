@@ -10,8 +10,13 @@ from rest_framework.filters import OrderingFilter
 from rest_framework.response import Response
 
 from schedweb.api.permissions import ReadAnyWriteStaff
-from schedweb.api.serializers.cluster import HeartbeatSerializer, NodeSerializer, NodeWriteSerializer
-from schedweb.api.views.base import validated
+from schedweb.api.serializers.cluster import (
+    HeartbeatSerializer,
+    NodeSerializer,
+    NodeWriteSerializer,
+    node_allocated,
+)
+from schedweb.api.views.base import location, validated
 from schedweb.core import services
 from schedweb.core.filtersets import NodeFilterSet
 from schedweb.core.models import Node
@@ -32,12 +37,14 @@ class NodeViewSet(viewsets.GenericViewSet):
     ordering = ["name"]
 
     def _respond(self, node: Node, code: int = status.HTTP_200_OK) -> Response:
-        return Response(NodeSerializer(Node.objects.get(pk=node.pk)).data, status=code)
+        headers = location("node", node.name) if code == status.HTTP_201_CREATED else None
+        return Response(NodeSerializer(Node.objects.get(pk=node.pk)).data, status=code, headers=headers)
 
     def list(self, request):
         """All nodes, paginated."""
         page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
-        return self.get_paginated_response(self.get_serializer(page, many=True).data)
+        context = {**self.get_serializer_context(), "allocated": node_allocated([n.pk for n in page])}
+        return self.get_paginated_response(NodeSerializer(page, many=True, context=context).data)
 
     def retrieve(self, request, name: str):
         """One node."""

@@ -13,6 +13,7 @@ from rest_framework.decorators import action
 from rest_framework.exceptions import APIException, PermissionDenied
 from rest_framework.filters import OrderingFilter
 from rest_framework.response import Response
+from rest_framework.serializers import DateTimeField
 
 from schedweb.api import commands
 from schedweb.api.cache import cached_json
@@ -26,7 +27,7 @@ from schedweb.api.serializers.queues import (
     history_body,
     queue_node,
 )
-from schedweb.api.views.base import access, validated
+from schedweb.api.views.base import access, location, validated
 from schedweb.core import services
 from schedweb.core.access import ADMIN_GROUPS, ADMIN_USERS, SUBMITTER_GROUPS, SUBMITTER_USERS
 from schedweb.core.filtersets import QueueFilterSet
@@ -89,7 +90,9 @@ class QueueViewSet(viewsets.GenericViewSet):
 
     def _respond(self, queue: Queue, code: int = status.HTTP_200_OK) -> Response:
         queue = self.get_queryset().get(pk=queue.pk)
-        response = Response(QueueSerializer(queue, context=self.get_serializer_context()).data, status=code)
+        headers = location("queue", queue.name) if code == status.HTTP_201_CREATED else None
+        response = Response(QueueSerializer(queue, context=self.get_serializer_context()).data, status=code,
+                            headers=headers)
         response["ETag"] = queue_etag(queue)
         return response
 
@@ -200,6 +203,16 @@ class QueueViewSet(viewsets.GenericViewSet):
 
 
 def tree_body() -> dict:
-    """The tree response's data: the implicit root with the top-level queues' subtrees."""
+    """The tree response's data: the implicit root with the top-level queues' subtrees, and
+    `cycle`: {id, started} of the newest cycle whose samples give deserved / real_capability /
+    share (null before the first one); allocated, request and pending_jobs are the tasks as they
+    stand. The prebuilt bodies and the fast path serve this same body."""
+    from schedweb.scheduling.models import QueueSample
+
     _, children, figures = queue_tree()
-    return {"name": "root", "children": [queue_node(q, children, figures) for q in children.get(None, ())]}
+    newest = QueueSample.objects.order_by("-cycle_id").values_list("cycle_id", "cycle__started").first()
+    cycle = None
+    if newest is not None:
+        cycle = {"id": newest[0], "started": DateTimeField().to_representation(newest[1])}
+    return {"name": "root", "cycle": cycle,
+            "children": [queue_node(q, children, figures) for q in children.get(None, ())]}

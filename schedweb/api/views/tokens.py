@@ -10,7 +10,7 @@ from rest_framework.response import Response
 from schedweb.api import services
 from schedweb.api.models import ApiToken
 from schedweb.api.serializers.cluster import TokenCreateSerializer, TokenSecretSerializer, TokenSerializer
-from schedweb.api.views.base import validated
+from schedweb.api.views.base import location, validated
 
 
 def _with_key(token: ApiToken, key: str) -> dict:
@@ -34,7 +34,8 @@ class TokenViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
         """Create a token; the response's `key` is the only time the secret is shown."""
         data = validated(TokenCreateSerializer, request)
         token, key = services.token_create(user=request.user, name=data["name"], expires=data["expires"])
-        return Response(_with_key(token, key), status=status.HTTP_201_CREATED)
+        return Response(_with_key(token, key), status=status.HTTP_201_CREATED,
+                        headers=location("token", token.pk))  # the path DELETE revokes
 
     @extend_schema(request=None, responses={200: TokenSecretSerializer})
     @action(detail=True, methods=["post"])

@@ -42,7 +42,8 @@ FILTERS = ("search", "state", "queue", "namespace", "reason_code", "submitted_by
 SORTS = {"created": "Submitted", "namespace": "Namespace", "name": "Name", "queue__name": "Queue",
          "phase": "State"}
 DEFAULT_ORDERING = "-created"
-STATE_LABELS = {"waiting": "Waiting (Pending or Inqueue)", "finished": "Finished (Completed or Cancelled)"}
+STATE_LABELS = {"waiting": "Waiting (Pending or Inqueue)", "finished": "Finished (Completed or Cancelled)",
+                "suspended": "Suspended"}
 
 
 def can_cancel(request: HttpRequest, job: Job) -> bool:
@@ -91,12 +92,14 @@ def _columns(params: dict[str, str], ordering: str) -> dict[str, Column]:
 
 def _state_tabs(queryset: QuerySet, params: dict[str, str]) -> list[dict]:
     """The state shortcuts over the other filters' result: all, waiting, then each later phase,
-    each with its job count (one grouped query) and its link; Unknown only when some job is."""
+    each with its job count (one grouped query) and its link; Unknown and Suspended only when some
+    job is."""
     by_phase = dict(queryset.order_by().values("phase").annotate(n=Count("id")).values_list("phase", "n"))
     tabs = [("", "All", sum(by_phase.values())),
             ("waiting", "Waiting", sum(by_phase.get(p, 0) for p in JOB_STATE_GROUPS["waiting"]))]
-    tabs += [(p, p, by_phase.get(p, 0)) for p in JOB_PHASES
-             if p not in JOB_STATE_GROUPS["waiting"] and (p != "Unknown" or by_phase.get(p))]
+    # Unknown and Aborted (suspended) only when some job is.
+    tabs += [(p, "Suspended" if p == "Aborted" else p, by_phase.get(p, 0)) for p in JOB_PHASES
+             if p not in JOB_STATE_GROUPS["waiting"] and (p not in ("Unknown", "Aborted") or by_phase.get(p))]
     others = {k: v for k, v in params.items() if k != "state"}
     return [{"value": value, "label": label, "n": n, "active": params.get("state", "") == value,
              "url": "?" + urlencode({**others, **({"state": value} if value else {})})}

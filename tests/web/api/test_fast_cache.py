@@ -149,8 +149,8 @@ def test_the_read_scope_is_part_of_the_key(make_user, client_for, monkeypatch, d
     first = alice.get(TREE)
     with django_assert_num_queries(1):
         alice.get(TREE)
-    # Bob's key differs: computed for him (version, queues, task sums, pending jobs, samples).
-    with django_assert_num_queries(5):
+    # Bob's key differs: computed for him (version, queues, task sums, pending jobs, samples, cycle).
+    with django_assert_num_queries(6):
         assert bob.get(TREE).content == first.content
 
 

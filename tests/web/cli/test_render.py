@@ -143,14 +143,14 @@ def test_node_rows():
         {"name": "gpu-1", "allocatable": {"cpu": 32, "memory": 128 * 2**30, "pods": 110, "nvidia.com/gpu": 8},
          "unschedulable": True, "taints": [{"key": "gpu", "value": "true", "effect": "NoSchedule"},
                                            {"key": "dedicated", "value": "", "effect": "NoExecute"}],
-         "usage_cpu": 37.5, "usage_memory": 12},
+         "usage_cpu": 37.5, "usage_memory": 12, "allocated": {"cpu": 2, "nvidia.com/gpu": 1}},
         {"name": "n0", "allocatable": {"cpu": 4, "memory": 8 * 2**30, "pods": 110}, "unschedulable": False,
          "taints": [], "usage_cpu": None, "usage_memory": None},
     ]
     assert [node_row(n) for n in nodes] == [
-        ["gpu-1", "SchedulingDisabled", "32", "128Gi", "110", "nvidia.com/gpu=8",
+        ["gpu-1", "SchedulingDisabled", "32", "128Gi", "110", "nvidia.com/gpu=8", "cpu=2,nvidia.com/gpu=1",
          "gpu=true:NoSchedule,dedicated:NoExecute", "37.5%", "12%"],
-        ["n0", "Ready", "4", "8Gi", "110", None, "", "-", "-"],
+        ["n0", "Ready", "4", "8Gi", "110", None, "-", "", "-", "-"],  # a server without `allocated`
     ]
 
 
@@ -175,7 +175,8 @@ def test_why_from_the_tree_with_node_failures():
     assert info["queue_chain_source"] == "tree"
     assert info["queue_chain"][1] == {"queue": "nlp", "deserved": {"cpu": 4, "memory": 8 * 2**30},
                                       "allocated": {"cpu": 4.5, "memory": 2**30},
-                                      "headroom": {"cpu": 0, "memory": 7 * 2**30}}
+                                      "headroom": {"cpu": 0, "memory": 7 * 2**30},
+                                      "headroom_of": "deserved"}
     assert "estimated_start" not in info
     assert why_text(info).splitlines() == [
         "Job:      ml/train (id 7)",
@@ -186,7 +187,7 @@ def test_why_from_the_tree_with_node_failures():
         "Message:  0/3 nodes are unavailable: 2 Insufficient cpu, 1 node(s) were unschedulable.",
         "Since:    2026-11-24T11:59:00Z",
         "",
-        "Queue chain (top level to the job's queue, newest cycle):",
+        "Queue chain (top level to the job's queue, newest cycle; headroom = deserved - allocated):",
         "QUEUE      DESERVED            ALLOCATED              HEADROOM",
         "research   cpu=8,memory=16Gi   cpu=6,memory=4Gi       cpu=2,memory=12Gi",
         "nlp        cpu=4,memory=8Gi    cpu=4500m,memory=1Gi   cpu=0,memory=7Gi",
@@ -203,7 +204,8 @@ def test_why_prefers_the_recorded_chain_and_shows_the_estimate():
            "estimate_basis": "declared",
            "reason_details": {"queue_chain": [{"queue": "nlp", "deserved": {"cpu": 4},
                                                "allocated": {"cpu": 4}, "headroom": {"cpu": 0},
-                                               "real_capability": {"cpu": 8}}]}}
+                                               "real_capability": {"cpu": 8},
+                                               "headroom_of": "real_capability"}]}}
     info = explain(job, None)
     assert info["queue_chain_source"] == "reason"
     assert why_text(info).splitlines() == [
@@ -214,7 +216,8 @@ def test_why_prefers_the_recorded_chain_and_shows_the_estimate():
         "Reason:           none: the job is not waiting for the scheduler",
         "Estimated start:  2026-11-24T12:25:00Z (declared)",
         "",
-        "Queue chain (as the scheduler checked it):",
+        "Queue chain (as the scheduler checked it; headroom = capability (real: capped by what the cluster "
+        "has) - allocated):",
         "QUEUE   DESERVED   ALLOCATED   HEADROOM",
         "nlp     cpu=4      cpu=4       cpu=0",
     ]

@@ -11,7 +11,7 @@ from schedweb.core import choices
 @pytest.mark.parametrize(("name", "expected"), [
     ("TASK_STATUSES", ("Pending", "Allocated", "Pipelined", "Binding", "Bound", "Running", "Releasing",
                        "Succeeded", "Failed")),
-    ("JOB_PHASES", ("Pending", "Inqueue", "Running", "Unknown", "Completed", "Cancelled")),
+    ("JOB_PHASES", ("Pending", "Inqueue", "Running", "Unknown", "Completed", "Cancelled", "Aborted")),
     ("ALLOCATED_TASK_STATUSES", ("Allocated", "Binding", "Bound", "Running")),
     ("WAITING_TASK_STATUSES", ("Pending", "Pipelined")),
     ("NODE_BOUND_TASK_STATUSES", ("Allocated", "Pipelined", "Binding", "Bound", "Running", "Releasing")),
@@ -25,7 +25,7 @@ def test_sets(name: str, expected: tuple[str, ...]) -> None:
 
 def test_state_groups() -> None:
     assert {k: tuple(map(str, v)) for k, v in choices.JOB_STATE_GROUPS.items()} == {
-        "waiting": ("Pending", "Inqueue"), "finished": ("Completed", "Cancelled")}
+        "waiting": ("Pending", "Inqueue"), "finished": ("Completed", "Cancelled"), "suspended": ("Aborted",)}
 
 
 def test_allocated_is_the_schedulers_set() -> None:
