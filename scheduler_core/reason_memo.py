@@ -109,7 +109,7 @@ class ReasonMemo:
             recs.append((str(getattr(rec.get("code"), "value", rec.get("code"))), message,
                          rec.get("plugin"), freeze(kept), freeze(ref)))
         # Tasks per status (empty buckets are dropped by JobInfo): gang_message's histogram.
-        counts = tuple(sorted((s.value, len(b)) for s, b in job.task_status_index.items() if b))
+        counts = tuple(sorted((str(s), len(b)) for s, b in job.task_status_index.items() if b))
         gang = None
         if needs_gang:
             from scheduler_core.reason_figures import gang_need

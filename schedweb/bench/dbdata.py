@@ -76,14 +76,14 @@ def load_spec(conn: psycopg.Connection, spec: dict[str, Any]) -> dict[str, int]:
                               now, now))
         queues = {q["name"]: i + 1 for i, q in enumerate(x for x in spec["queues"] if x["name"] != "root")}
         with cur.copy("COPY core_queue (id, name, parent_id, weight, priority, state, reclaimable, "
-                      "capability, annotations, created, updated) FROM STDIN") as cp:
+                      "capability, annotations, created, updated, version) FROM STDIN") as cp:
             for q in spec["queues"]:
                 if q["name"] == "root":
                     continue
                 cap = q.get("capability")
                 cp.write_row((queues[q["name"]], q["name"], queues.get(q.get("parent") or ""),
                               q.get("weight", 1), 0, "Open", True, _j(stored(cap)) if cap else None,
-                              "{}", now, now))
+                              "{}", now, now, 1))
         counts = {"core_priorityclass": len(pcs), "core_node": len(nodes), "core_queue": len(queues)}
         counts.update(copy_jobs(cur, spec["jobs"], queues, nodes, pcs, first_job=1, first_task=1))
         for table in CORE_TABLES:

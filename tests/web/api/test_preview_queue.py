@@ -87,19 +87,19 @@ def test_raising_a_weight_under_proportion_moves_the_others_deserved(make_user, 
          "after": None},
     ]
     ids = dict(Job.objects.values_list("name", "id"))
-    # Tasks go in name order (a-0, a-1, a-10, a-11, a-12, ...): a gains a-12, a-13; b and c lose their 4th.
+    # Tasks go by their pod index (a-0, a-1, ..., a-9, a-10): a gains a-4, a-5; b and c lose their 4th.
     assert body["jobs"] == {
-        "starting": [{"job": "ns/a", "id": ids["a"], "queue": "a", "tasks": {"a-12": "n2", "a-13": "n2"}}],
-        "not_starting": [{"job": "ns/b", "id": ids["b"], "queue": "b", "tasks": {"b-11": "n1"}},
-                         {"job": "ns/c", "id": ids["c"], "queue": "c", "tasks": {"c-11": "n2"}}],
+        "starting": [{"job": "ns/a", "id": ids["a"], "queue": "a", "tasks": {"a-4": "n2", "a-5": "n2"}}],
+        "not_starting": [{"job": "ns/b", "id": ids["b"], "queue": "b", "tasks": {"b-3": "n1"}},
+                         {"job": "ns/c", "id": ids["c"], "queue": "c", "tasks": {"c-3": "n2"}}],
         "losing": [], "not_losing": []}
     # The real change, then the real cycle, agree: a binds 6 tasks, b and c 3 each.
     assert client.patch("/api/v1/queues/a/", {"weight": 2}, format="json").status_code == 200
     cycle_run()
     bound = {name for name, status in Task.objects.values_list("name", "status") if status == "Binding"}
-    assert {n for n in bound if n.startswith("a-")} == {"a-0", "a-1", "a-10", "a-11", "a-12", "a-13"}
-    assert {n for n in bound if n.startswith("b-")} == {"b-0", "b-1", "b-10"}
-    assert {n for n in bound if n.startswith("c-")} == {"c-0", "c-1", "c-10"}
+    assert {n for n in bound if n.startswith("a-")} == {"a-0", "a-1", "a-2", "a-3", "a-4", "a-5"}
+    assert {n for n in bound if n.startswith("b-")} == {"b-0", "b-1", "b-2"}
+    assert {n for n in bound if n.startswith("c-")} == {"c-0", "c-1", "c-2"}
 
 
 def _team() -> None:
@@ -147,8 +147,8 @@ def test_under_hierarchical_capacity_a_weight_changes_nothing_and_a_deserved_doe
          "after": fig({"cpu": 4, "memory": 0}, {"cpu": 4, "memory": GI}, capability=whole)},
     ]
     starting, not_starting = deserved["jobs"]["starting"], deserved["jobs"]["not_starting"]
-    assert [(e["job"], sorted(e["tasks"])) for e in starting] == [("ns/x", ["x-14", "x-15"])]
-    assert [(e["job"], sorted(e["tasks"])) for e in not_starting] == [("ns/y", ["y-12", "y-13"])]
+    assert [(e["job"], sorted(e["tasks"])) for e in starting] == [("ns/x", ["x-6", "x-7"])]
+    assert [(e["job"], sorted(e["tasks"])) for e in not_starting] == [("ns/y", ["y-4", "y-5"])]
     # The real change and cycle bind what the preview said, where it said.
     assert client.patch("/api/v1/queues/x/", {"deserved": {"cpu": "8"}}, format="json").status_code == 200
     cycle_run()
@@ -219,12 +219,12 @@ def test_renaming_and_moving_a_queue(make_user, client_for):
     # takes the whole cluster, the moved queue nothing.
     starting, not_starting = body["jobs"]["starting"], body["jobs"]["not_starting"]
     assert [(e["job"], e["queue"], sorted(e["tasks"])) for e in starting] == [
-        ("ns/x", "x", ["x-14", "x-15", "x-2", "x-3", "x-4", "x-5"])]
+        ("ns/x", "x", ["x-10", "x-11", "x-6", "x-7", "x-8", "x-9"])]
     assert [(e["job"], e["queue"], sorted(e["tasks"])) for e in not_starting] == [
-        ("ns/y", "z", ["y-0", "y-1", "y-10", "y-11", "y-12", "y-13"])]
+        ("ns/y", "z", ["y-0", "y-1", "y-2", "y-3", "y-4", "y-5"])]
     patched = client.patch("/api/v1/queues/y/", {"name": "z", "parent": "other"}, format="json")
     assert patched.status_code == 200
     cycle_run()
     placed = dict(Task.objects.filter(status="Binding").values_list("name", "node__name"))
-    assert set(placed) == {"x-0", "x-1", "x-10", "x-11", "x-12", "x-13", *starting[0]["tasks"]}
+    assert set(placed) == {"x-0", "x-1", "x-2", "x-3", "x-4", "x-5", *starting[0]["tasks"]}
     assert all(placed[task] == node for task, node in starting[0]["tasks"].items())

@@ -120,8 +120,8 @@ def test_a_weight_under_volcano_proportion_moves_the_siblings_deserved(staff):
         ("a", "this queue", "1 \u2192 2", "1"), ("b", "sibling", "1", "1"), ("c", "sibling", "1", "1"),
         ("default", "sibling", "\u2014", "\u2014")]
     assert _jobs(page) == {
-        "starting": ["ns/a (queue a): 2 tasks: a-12 on n2, a-13 on n2"],
-        "not_starting": ["ns/b (queue b): 1 task: b-11 on n1", "ns/c (queue c): 1 task: c-11 on n2"]}
+        "starting": ["ns/a (queue a): 2 tasks: a-4 on n2, a-5 on n2"],
+        "not_starting": ["ns/b (queue b): 1 task: b-3 on n1", "ns/c (queue c): 1 task: c-3 on n2"]}
     # The form comes back as posted, with Save and Preview.
     assert re.search(r'<input type="number" name="weight" value="2"', page)
     assert 'id="save-queue"' in page and 'formaction="/queues/a/preview/"' in page
@@ -130,7 +130,7 @@ def test_a_weight_under_volcano_proportion_moves_the_siblings_deserved(staff):
     cycle_run()
     bound = sorted(Task.objects.filter(status="Binding", name__startswith="a-")
                    .values_list("name", "node__name"))
-    assert bound[-2:] == [("a-12", "n2"), ("a-13", "n2")] and len(bound) == 6
+    assert bound[-2:] == [("a-4", "n2"), ("a-5", "n2")] and len(bound) == 6
 
 
 def _team() -> None:
@@ -150,7 +150,7 @@ def _x_form(**fields) -> dict:
 def test_a_deserved_under_hierarchical_capacity_moves_the_queue_and_its_sibling(staff):
     # Capacity shares by deserved: x and y deserve 4 cpu each; allocate fills the 12-cpu cluster
     # taking the lower allocated / deserved first: 6 and 6. With x deserving 8: x 8, y 4 (both
-    # at 1.0); x gains x-14 and x-15, y gives up y-12 and y-13. team, the parent, stays.
+    # at 1.0); x gains x-6 and x-7, y gives up y-4 and y-5 (tasks go by pod index). team stays.
     _team()
     before = _written()
     response = staff.post("/queues/x/preview/", _x_form(deserved=json.dumps({"cpu": "8"})))
@@ -173,8 +173,8 @@ def test_a_deserved_under_hierarchical_capacity_moves_the_queue_and_its_sibling(
                      ("y", "sibling", True, "1.5 \u2192 1")]
     jobs = _jobs(page)
     assert sorted(jobs) == ["not_starting", "starting"]
-    assert re.fullmatch(r"ns/x \(queue x\): 2 tasks: x-14 on n\d, x-15 on n\d", jobs["starting"][0])
-    assert re.fullmatch(r"ns/y \(queue y\): 2 tasks: y-12 on n\d, y-13 on n\d", jobs["not_starting"][0])
+    assert re.fullmatch(r"ns/x \(queue x\): 2 tasks: x-6 on n\d, x-7 on n\d", jobs["starting"][0])
+    assert re.fullmatch(r"ns/y \(queue y\): 2 tasks: y-4 on n\d, y-5 on n\d", jobs["not_starting"][0])
 
 
 def test_a_change_that_moves_nothing_says_so(staff):

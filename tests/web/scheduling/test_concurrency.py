@@ -81,8 +81,8 @@ def test_cancel_during_cycle_keeps_the_cancel(monkeypatch):
     job = submit("a", tasks=2)
     real = cycle.run_session_isolated
 
-    def cancel_while_scheduling(build, conf):
-        result = real(build, conf)
+    def cancel_while_scheduling(build, conf, **options):
+        result = real(build, conf, **options)
         _in_thread(lambda: job_cancel(job=Job.objects.get(pk=job.pk)))
         return result
 
@@ -98,8 +98,8 @@ def test_job_deleted_during_cycle_is_not_bound(monkeypatch):
     job = submit("a", tasks=2)
     real = cycle.run_session_isolated
 
-    def delete_while_scheduling(build, conf):
-        result = real(build, conf)
+    def delete_while_scheduling(build, conf, **options):
+        result = real(build, conf, **options)
         _in_thread(lambda: Job.objects.filter(pk=job.pk).delete())
         return result
 
@@ -114,8 +114,8 @@ def test_node_removed_during_cycle_is_not_bound(monkeypatch):
     submit("a", tasks=1)
     real = cycle.run_session_isolated
 
-    def delete_node_while_scheduling(build, conf):
-        result = real(build, conf)
+    def delete_node_while_scheduling(build, conf, **options):
+        result = real(build, conf, **options)
         _in_thread(lambda: services.node_delete(node=Node.objects.get(name="n0")))
         return result
 
