@@ -113,7 +113,6 @@ class SchedulerConfigViewSet(viewsets.GenericViewSet):
     queryset = SchedulerConfig.objects.select_related("created_by")
     serializer_class = SchedulerConfigSerializer
     permission_classes = [ReadAnyWriteStaff]
-    pagination_class = None
 
     def get_parsers(self):
         """The dry-run also takes the configuration as a YAML body (application/yaml, x-yaml,
@@ -174,5 +173,6 @@ class SchedulerConfigViewSet(viewsets.GenericViewSet):
     @extend_schema(responses={200: SchedulerConfigSerializer(many=True)})
     @action(detail=False, methods=["get"])
     def versions(self, request):
-        """Every stored version, newest first."""
-        return Response(self.get_serializer(self.get_queryset().order_by("-version"), many=True).data)
+        """Every stored version, newest first, a page at a time (`limit`, `continue`)."""
+        page = self.paginate_queryset(self.get_queryset().order_by("-version"))
+        return self.get_paginated_response(self.get_serializer(page, many=True).data)

@@ -21,13 +21,12 @@ class TokenViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
     """Tokens of the requesting user only; revoked ones stay listed (with `revoked` set)."""
 
     serializer_class = TokenSerializer
-    pagination_class = None
 
     def get_queryset(self):
         """The view's rows with the relations its serializer reads."""
         if getattr(self, "swagger_fake_view", False):  # schema generation has no user
             return ApiToken.objects.none()
-        return ApiToken.objects.filter(user=self.request.user)
+        return ApiToken.objects.filter(user=self.request.user).order_by("-created", "-id")
 
     @extend_schema(request=TokenCreateSerializer, responses={201: TokenSecretSerializer})
     def create(self, request):

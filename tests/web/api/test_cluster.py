@@ -60,7 +60,15 @@ def test_scheduler_config_replace_and_versions(staff, make_user, client_for):
     assert bad.status_code == 400 and "yaml" in bad.json()["error"]["fields"]
     assert "teleport" in bad.json()["error"]["fields"]["yaml"][0]
     versions = staff.get("/api/v1/scheduler-config/versions/").json()
-    assert [v["active"] for v in versions][:1] == [True]
+    assert [v["active"] for v in versions["results"]][:1] == [True]
+    # A page at a time, as every list: the next page follows the continue token, no row twice.
+    assert staff.put("/api/v1/scheduler-config/", {"yaml": VALID_CONF, "comment": "again"},
+                     format="json").status_code == 200
+    versions = staff.get("/api/v1/scheduler-config/versions/").json()
+    first = staff.get("/api/v1/scheduler-config/versions/?limit=1").json()
+    second = staff.get(f"/api/v1/scheduler-config/versions/?limit=1&continue={first['continue']}").json()
+    assert first["count"] == versions["count"] >= 2
+    assert first["results"][0]["version"] > second["results"][0]["version"]
     reader = client_for(make_user("reader"))
     assert reader.get("/api/v1/scheduler-config/").status_code == 200
     assert reader.put("/api/v1/scheduler-config/", {"yaml": VALID_CONF}, format="json").status_code == 403
