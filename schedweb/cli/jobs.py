@@ -11,6 +11,7 @@ from schedweb.cli import render
 from schedweb.cli.client import ApiClient, path_part
 from schedweb.cli.errors import ApiError, CliError, UsageError
 from schedweb.cli.inputs import Submission, read_submission
+from schedweb.cli.quantities import positive
 
 JOBS = "/api/v1/jobs/"
 IMPORT = "/api/v1/manifests/import/"
@@ -253,9 +254,9 @@ def add_parsers(sub: argparse._SubParsersAction,
     p.add_argument("--state", action="append", metavar="PHASE",
                    help="only jobs in this phase (Pending, Inqueue, Running, Completed, Cancelled, ...); "
                         "repeat or separate with commas")
-    p.add_argument("--limit", type=_positive, default=PAGE_SIZE,
+    p.add_argument("--limit", type=positive, default=PAGE_SIZE,
                    help=f"jobs per page (default {PAGE_SIZE}, at most 1000)")
-    p.add_argument("--page", type=_positive, default=1, help="which page (1: the newest jobs)")
+    p.add_argument("--page", type=positive, default=1, help="which page (1: the newest jobs)")
     p.set_defaults(func=cmd_list)
     p = verbs.add_parser("get", parents=[common], help="show a job and its tasks",
                          description="Show one job and its tasks.")
@@ -274,12 +275,3 @@ def add_parsers(sub: argparse._SubParsersAction,
     p.set_defaults(func=cmd_cancel)
     return verbs
 
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number above 0, not {text!r}")
-    return value
