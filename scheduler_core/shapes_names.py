@@ -45,25 +45,24 @@ def _name(value: Any, path: str, what: str) -> str:
     return value
 
 
-def check_subdomain_name(value: Any, path: str, what: str = "name", *,
-                         max_length: int = MAX_SUBDOMAIN) -> str:
-    """A Kubernetes object name: a DNS-1123 subdomain of at most `max_length` characters."""
+def _check(value: Any, path: str, what: str, max_length: int, pattern: Any, rule: str) -> str:
     _name(value, path, what)
     if len(value) > max_length:
         raise ShapeError(path, f"{what} {value!r} is {len(value)} characters; at most {max_length}")
-    if not _SUBDOMAIN.fullmatch(value):
-        raise ShapeError(path, f"{what} {value!r} is not {SUBDOMAIN_RULE}")
+    if not pattern.fullmatch(value):
+        raise ShapeError(path, f"{what} {value!r} is not {rule}")
     return value
+
+
+def check_subdomain_name(value: Any, path: str, what: str = "name", *,
+                         max_length: int = MAX_SUBDOMAIN) -> str:
+    """A Kubernetes object name: a DNS-1123 subdomain of at most `max_length` characters."""
+    return _check(value, path, what, max_length, _SUBDOMAIN, SUBDOMAIN_RULE)
 
 
 def check_label_name(value: Any, path: str, what: str = "name") -> str:
     """A name Kubernetes keeps as a DNS-1123 label (at most 63 characters, no dots)."""
-    _name(value, path, what)
-    if len(value) > MAX_LABEL:
-        raise ShapeError(path, f"{what} {value!r} is {len(value)} characters; at most {MAX_LABEL}")
-    if not _LABEL.fullmatch(value):
-        raise ShapeError(path, f"{what} {value!r} is not {LABEL_RULE}")
-    return value
+    return _check(value, path, what, MAX_LABEL, _LABEL, LABEL_RULE)
 
 
 def check_pod_name(value: Any, path: str, what: str = "task name") -> str:

@@ -8,6 +8,7 @@ import pytest
 import yaml
 from django.db import connection
 
+from schedweb.api.schema_examples import CONF_YAML
 from schedweb.api.services import token_create
 from schedweb.core import services
 from schedweb.core.job_services import job_submit
@@ -17,18 +18,7 @@ from schedweb.scheduling.forecast_task import run_forecast
 from . import openapi_strict
 from .conftest import make_node, make_queue
 
-CONF = """\
-actions: "enqueue, allocate, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-- plugins:
-  - name: drf
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-"""
+CONF = CONF_YAML  # the schema's own example configuration
 
 
 @pytest.fixture
