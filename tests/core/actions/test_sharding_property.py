@@ -129,7 +129,8 @@ def test_soft_mode_caches_and_runs_decide_as_from_scratch(name, limited, world, 
     shard = Sharding.of("soft", "s", data.draw(st.sets(st.sampled_from(names)), label="shard"))
     cfg = conf("enqueue, allocate, backfill", CONFIGS[name])
     if limited:
-        cfg = dataclasses.replace(cfg, options=SearchOptions(minimum_feasible_nodes=1, percentage_nodes_to_find=50))
+        limit = SearchOptions(minimum_feasible_nodes=1, percentage_nodes_to_find=50)
+        cfg = dataclasses.replace(cfg, options=limit)
     cached = result_json(run_session(build_world(world), cfg, node_scan=NodeScan(), sharding=shard))
     with pytest.MonkeyPatch.context() as m:
         m.setattr(Placer, "best", fresh_best)

@@ -9,8 +9,8 @@ import dataclasses
 import pytest
 
 from scheduler_core.framework.node_search import NodeScan, SearchOptions
-from scheduler_core.framework.sharding import NOT_IN_SHARD, Sharding, ShardView
 from scheduler_core.framework.session import open_session
+from scheduler_core.framework.sharding import NOT_IN_SHARD, Sharding, ShardView
 from scheduler_core.scheduler import run_session
 from tests.core.builders import conf, job, node, replicas, snapshot, task
 
@@ -37,7 +37,8 @@ def test_the_view_over_the_rows():
     assert view.groups == (None,)
     soft = ShardView(Sharding.of("soft", "a", ["n1"]), ssn.node_table)
     assert [g.tolist() for g in soft.groups] == [[True, False, False], [False, True, True]]
-    assert soft.ordered(soft.in_shard | True) == [0, 1, 2] and soft.same_group(2).tolist() == [False, True, True]
+    assert soft.ordered(soft.in_shard | True) == [0, 1, 2]
+    assert soft.same_group(2).tolist() == [False, True, True]
     none = ShardView(None, ssn.node_table)
     assert none.failure is None and none.groups == (None,) and none.summary({}) is None
 
@@ -65,7 +66,8 @@ def test_hard_mode_reason_quotes_the_fit_error():
 
 def _mixed():
     """Placements in every action: fits, pipelining, best effort, victims across two queues."""
-    held = [task("r0", cpu="3", status="Running", node="n0"), task("r1", cpu="2", status="Releasing", node="n1"),
+    held = [task("r0", cpu="3", status="Running", node="n0"),
+            task("r1", cpu="2", status="Releasing", node="n1"),
             task("r2", cpu="4", status="Running", node="n2")]
     return snapshot(nodes=[node(f"n{i}", cpu="4") for i in range(4)],
                     jobs=[job("old", tasks=held, phase="Running", priority=0),
@@ -127,7 +129,8 @@ def test_pod_slots_hold_in_hard_mode():
 def test_soft_mode_runs_stop_where_the_group_changes():
     # n1 (shard, 4 cpu) and n2 (outside, 16 cpu): a run of identical tasks fills n1 first (the
     # shard's idle fits win whatever n2 scores), then goes on to n2.
-    snap = snapshot(nodes=[node("n1"), node("n2", cpu="16")], jobs=[job("j", tasks=replicas("t", 6), min_available=6)])
+    snap = snapshot(nodes=[node("n1"), node("n2", cpu="16")],
+                    jobs=[job("j", tasks=replicas("t", 6), min_available=6)])
     result = run_session(snap, conf("allocate", LEAST), sharding=Sharding.of("soft", "a", ["n1"]))
     assert result.binds == {**{f"ns/t-{i}": "n1" for i in range(4)}, "ns/t-4": "n2", "ns/t-5": "n2"}
 
