@@ -68,8 +68,9 @@ def summary(scenario: Scenario, out: dict[str, Any], phases_before: dict[str, st
     shard = out.get("sharding")
     if shard is not None:
         outside = shard.get("placed_outside_shard")
+        size = len(shard["nodes_in_shard"])
         lines.append(f"Sharding: mode {shard['mode']}, shard {shard['shard_name'] or '(unnamed)'} "
-                     f"({len(shard['nodes_in_shard'])} nodes)"
+                     f"({size} node{'' if size == 1 else 's'})"
                      + (f", {len(outside)} placed outside it" if outside is not None else ""))
 
     def section(title: str, rows: list[str]) -> None:

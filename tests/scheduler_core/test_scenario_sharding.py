@@ -90,4 +90,4 @@ def test_simulate_json_shows_the_view_and_the_reason_quotes_the_fit_error(tmp_pa
 def test_the_summary_names_the_shard(tmp_path: Path):
     code, out, _ = _simulate(tmp_path, "sharding:\n  mode: soft\n  shard_name: a\n  nodes_in_shard: [n1]\n")
     assert code == 0
-    assert out.splitlines()[1] == "Sharding: mode soft, shard a (1 nodes), 1 placed outside it"
+    assert out.splitlines()[1] == "Sharding: mode soft, shard a (1 node), 1 placed outside it"
