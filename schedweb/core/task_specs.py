@@ -1,0 +1,96 @@
+"""Writing and pruning shared pod specs (`core.TaskSpec`): each distinct spec is stored once.
+
+`spec_ids(specs)` returns the row id of each (digest, values) pair, inserting the missing ones
+(PostgreSQL: one read of the digests, one insert of the new rows; a spec inserted meanwhile by
+another transaction is read back, never duplicated: the digest is unique). `attach_specs(tasks)`
+points Task objects carrying spec values at their rows; `prune_task_specs()` deletes the rows no
+task refers to any more.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+import psycopg
+from django.db import IntegrityError, connection, transaction
+
+from schedweb.core.models import Task, TaskSpec
+from schedweb.core.task_spec_values import SPEC_FIELDS, spec_digest, spec_values
+
+_COLUMNS = ("digest", *SPEC_FIELDS)
+_INSERT = (f"INSERT INTO core_taskspec ({', '.join(_COLUMNS)}) "
+           f"SELECT * FROM unnest(%s::text[], {', '.join(['%s::text[]::jsonb[]'] * len(SPEC_FIELDS))}) "
+           "ORDER BY 1 ON CONFLICT (digest) DO NOTHING RETURNING digest, id")
+# FOR KEY SHARE: a spec this submission will refer to cannot be pruned before it commits.
+_SELECT = "SELECT digest, id FROM core_taskspec WHERE digest = ANY(%s) FOR KEY SHARE"
+
+
+def _cursor() -> Any:
+    connection.ensure_connection()
+    # Server-side binding, as job_store: the values travel as array parameters.
+    wrap = connection.make_debug_cursor if connection.queries_logged else connection.make_cursor
+    return wrap(psycopg.Cursor(connection.connection))
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else json.dumps(value)
+
+
+def spec_ids(specs: dict[str, dict[str, Any]]) -> dict[str, int]:
+    """digest -> TaskSpec id for every (digest -> spec values) given, inserting missing specs."""
+    if not specs:
+        return {}
+    digests = sorted(specs)
+    if connection.vendor != "postgresql":
+        found = dict(TaskSpec.objects.filter(digest__in=digests).values_list("digest", "id"))
+        TaskSpec.objects.bulk_create([TaskSpec(digest=d, **specs[d]) for d in digests if d not in found],
+                                     ignore_conflicts=True)
+        return dict(TaskSpec.objects.filter(digest__in=digests).values_list("digest", "id"))
+    with _cursor() as cursor:
+        cursor.execute(_SELECT, [digests])
+        found = dict(cursor.fetchall())
+        missing = [d for d in digests if d not in found]
+        if missing:
+            cursor.execute(_INSERT, [missing, *([_text(specs[d][f]) for d in missing] for f in SPEC_FIELDS)])
+            found.update(cursor.fetchall())
+            late = [d for d in missing if d not in found]
+            if late:  # inserted by a transaction that committed while ours waited on the digest
+                cursor.execute(_SELECT, [late])
+                found.update(cursor.fetchall())
+    return found
+
+
+def attach_specs(tasks: Iterable[Task]) -> None:
+    """Point each Task with unsaved spec values at its TaskSpec (inserted when new)."""
+    tasks = [t for t in tasks if t._spec_values is not None]
+    by_digest: dict[str, dict[str, Any]] = {}
+    digests = []
+    for task in tasks:
+        values = task._spec_values
+        digest = spec_digest(values)
+        by_digest.setdefault(digest, values)
+        digests.append(digest)
+    ids = spec_ids(by_digest)
+    for task, digest in zip(tasks, digests, strict=True):
+        task.spec_id = ids[digest]
+        task._spec_values = None
+
+
+def spec_for(**values: Any) -> TaskSpec:
+    """The TaskSpec of the given spec fields (the others default), inserted when new."""
+    full = spec_values(values)
+    digest = spec_digest(full)
+    return TaskSpec.objects.get(pk=spec_ids({digest: full})[digest])
+
+
+def prune_task_specs() -> int:
+    """Delete the specs no task refers to; returns how many went (0 when a submission took one
+    meanwhile: the foreign key refuses, and the next pruning tries again)."""
+    try:
+        with transaction.atomic():
+            deleted, _ = TaskSpec.objects.filter(tasks__isnull=True).delete()
+    except IntegrityError:
+        return 0
+    return deleted
