@@ -38,6 +38,7 @@ from schedweb.core.models import (
     TaskStatus,
 )
 from schedweb.core.task_spec_values import SPEC_FIELDS
+from schedweb.core.task_specs import prune_task_specs
 from schedweb.core.validation import check_object, check_seconds, fail, parse_resources
 
 UNSTARTED_PHASES = (JobPhase.PENDING, JobPhase.INQUEUE)
@@ -135,8 +136,10 @@ def job_update(*, job: Job, queue: Any = _UNSET, tasks: list[dict[str, Any]] | N
         job.passthrough = check_object(passthrough, "passthrough")
     job.save()
     if checked is not None:
+        old_specs = list(job.tasks.values_list("spec_id", flat=True).distinct())
         job.tasks.all().delete()
         Task.objects.bulk_create(Task(job=job, **fields) for fields in checked)
+        prune_task_specs(old_specs)  # the replaced template's specs, unless still in use
     audit_record(action=AuditAction.UPDATE, object_type=AuditObjectType.JOB, object_key=job.uid,
                  before=before, after=_snapshot(job), actor=actor, queue_id=job.queue_id,
                  parent_queue_id=job.queue.parent_id)

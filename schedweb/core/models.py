@@ -209,11 +209,11 @@ class TaskSpec(models.Model):
 
 
 class TaskQuerySet(models.QuerySet):
-    """Task queries; bulk_create stores the specs of tasks given spec fields first."""
+    """Task queries; bulk_create first stores the specs of tasks given spec fields (or none)."""
 
     def bulk_create(self, objs, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN201 - Django's
         objs = list(objs)
-        pending = [t for t in objs if t._spec_values is not None]
+        pending = [t for t in objs if t._spec_values is not None or t.spec_id is None]
         if pending:
             from schedweb.core.task_specs import attach_specs  # task_specs imports this module
 
@@ -257,9 +257,10 @@ class Task(models.Model):
     # PROTECT: a node with running tasks must not vanish under them (node_delete refuses).
     node = models.ForeignKey(Node, null=True, blank=True, on_delete=models.PROTECT, related_name="tasks")
     priority = models.IntegerField(null=True, blank=True)
-    # PROTECT: a spec goes only when no task has it (task_specs.prune_task_specs). Indexed: the
-    # pruning and the foreign key's own check look tasks up by spec.
-    spec = models.ForeignKey(TaskSpec, on_delete=models.PROTECT, related_name="tasks")
+    # PROTECT: a spec goes only when no task has it (task_specs.prune_task_specs). Not indexed:
+    # every task row the cycle changes would write one more entry; only pruning (a job deleted)
+    # looks tasks up by spec, one scan per pruning.
+    spec = models.ForeignKey(TaskSpec, on_delete=models.PROTECT, related_name="tasks", db_index=False)
     preemption_policy = models.CharField(max_length=24, choices=PreemptionPolicy.choices,
                                          default=PreemptionPolicy.PREEMPT_LOWER_PRIORITY)
     preemptable = models.BooleanField(default=True)
@@ -289,7 +290,7 @@ class Task(models.Model):
 
     def save(self, *args, **kwargs) -> None:  # noqa: ANN002, ANN003 - Django's signature
         """Save, first pointing the task at the TaskSpec of spec values set on it."""
-        if self._spec_values is not None:
+        if self._spec_values is not None or self.spec_id is None:  # no spec given: the default one
             from schedweb.core.task_specs import attach_specs  # task_specs imports this module
 
             attach_specs([self])

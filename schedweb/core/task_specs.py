@@ -4,7 +4,8 @@
 (PostgreSQL: one read of the digests, one insert of the new rows; a spec inserted meanwhile by
 another transaction is read back, never duplicated: the digest is unique). `attach_specs(tasks)`
 points Task objects carrying spec values at their rows; `prune_task_specs()` deletes the rows no
-task refers to any more.
+task refers to any more (job_delete and a re-applied job's task replacement prune the specs of
+the tasks they delete).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import psycopg
 from django.db import IntegrityError, connection, transaction
 
 from schedweb.core.models import Task, TaskSpec
-from schedweb.core.task_spec_values import SPEC_FIELDS, spec_digest, spec_values
+from schedweb.core.task_spec_values import SPEC_DEFAULTS, SPEC_FIELDS, spec_digest, spec_values
 
 _COLUMNS = ("digest", *SPEC_FIELDS)
 _INSERT = (f"INSERT INTO core_taskspec ({', '.join(_COLUMNS)}) "
@@ -63,12 +64,13 @@ def spec_ids(specs: dict[str, dict[str, Any]]) -> dict[str, int]:
 
 
 def attach_specs(tasks: Iterable[Task]) -> None:
-    """Point each Task with unsaved spec values at its TaskSpec (inserted when new)."""
-    tasks = [t for t in tasks if t._spec_values is not None]
+    """Point each Task with unsaved spec values (or no spec: the default one) at its TaskSpec,
+    inserted when new."""
+    tasks = [t for t in tasks if t._spec_values is not None or t.spec_id is None]
     by_digest: dict[str, dict[str, Any]] = {}
     digests = []
     for task in tasks:
-        values = task._spec_values
+        values = task._spec_values if task._spec_values is not None else dict(SPEC_DEFAULTS)
         digest = spec_digest(values)
         by_digest.setdefault(digest, values)
         digests.append(digest)
@@ -78,19 +80,26 @@ def attach_specs(tasks: Iterable[Task]) -> None:
         task._spec_values = None
 
 
-def spec_for(**values: Any) -> TaskSpec:
-    """The TaskSpec of the given spec fields (the others default), inserted when new."""
+def spec_id_for(**values: Any) -> int:
+    """The TaskSpec id of the given spec fields (the others default), inserted when new."""
     full = spec_values(values)
     digest = spec_digest(full)
-    return TaskSpec.objects.get(pk=spec_ids({digest: full})[digest])
+    return spec_ids({digest: full})[digest]
 
 
-def prune_task_specs() -> int:
-    """Delete the specs no task refers to; returns how many went (0 when a submission took one
-    meanwhile: the foreign key refuses, and the next pruning tries again)."""
+def prune_task_specs(ids: Iterable[int] | None = None) -> int:
+    """Delete the specs no task refers to (only among `ids` when given: the specs of tasks just
+    deleted); returns how many went. A submission that took one meanwhile holds it (spec_ids
+    reads `FOR KEY SHARE`) and the foreign key refuses: nothing goes, the next pruning retries."""
+    unused = TaskSpec.objects.filter(tasks__isnull=True)
+    if ids is not None:
+        ids = sorted(set(ids))
+        if not ids:
+            return 0
+        unused = unused.filter(id__in=ids)
     try:
         with transaction.atomic():
-            deleted, _ = TaskSpec.objects.filter(tasks__isnull=True).delete()
+            deleted, _ = unused.delete()
     except IntegrityError:
         return 0
     return deleted

@@ -82,14 +82,14 @@ class Migration(migrations.Migration):
         ),
         migrations.AddField(
             model_name="task", name="spec",
-            field=models.ForeignKey(null=True, on_delete=django.db.models.deletion.PROTECT,
+            field=models.ForeignKey(null=True, db_index=False, on_delete=django.db.models.deletion.PROTECT,
                                     related_name="tasks", to="core.taskspec"),
         ),
         migrations.RunPython(move_to_specs, copy_back),
         migrations.AlterField(
             model_name="task", name="spec",
-            field=models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name="tasks",
-                                    to="core.taskspec"),
+            field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.PROTECT,
+                                    related_name="tasks", to="core.taskspec"),
         ),
         *(migrations.RemoveField(model_name="task", name=name) for name in SPEC_FIELDS),
     ]
