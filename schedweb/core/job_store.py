@@ -30,11 +30,9 @@ from schedweb.core.models import (
     QueueState,
     SchedulerConfig,
     Task,
-    TaskSpec,
 )
 from schedweb.core.queue_locks import lock_queues, raise_if_split
-from schedweb.core.task_spec_values import SPEC_FIELDS, DigestMemo, spec_values
-from schedweb.core.task_specs import spec_ids
+from schedweb.core.task_specs import attach_spec_ids, task_objects
 from schedweb.core.validation import fail
 
 
@@ -278,42 +276,6 @@ def build_jobs(drafts: list[JobDraft]) -> list[Job]:
                        passthrough=f["passthrough"], created=now, updated=now,
                        finished=now if f["phase"] in TERMINAL_JOB_PHASES else None))
     return out
-
-
-def task_objects(job: Job, rows: list[dict[str, Any]]) -> list[Task]:
-    """Task objects of inserted task rows (as insert_drafts returns them), job attached; tasks of
-    one spec share one TaskSpec object."""
-    out = []
-    specs: dict[int, TaskSpec] = {}
-    for row in rows:
-        spec_id = row["spec_id"]
-        spec = specs.get(spec_id)
-        if spec is None:
-            spec = specs[spec_id] = TaskSpec(id=spec_id, digest=row["spec_digest"], **spec_values(row))
-            spec._state.adding, spec._state.db = False, connection.alias
-        task = Task(job=job, spec=spec, **{k: v for k, v in row.items() if k not in _NOT_TASK_KEYS})
-        task._state.adding, task._state.db = False, connection.alias
-        out.append(task)
-    return out
-
-
-# Keys of an inserted task row that are no Task field (the spec's, spec_id set as `spec`).
-_NOT_TASK_KEYS = frozenset({*SPEC_FIELDS, "spec_id", "spec_digest"})
-
-
-def attach_spec_ids(rows: list[dict[str, Any]]) -> None:
-    """Set `spec_id` and `spec_digest` of each task dict, storing the specs not stored yet: one
-    TaskSpec row per distinct spec, however many replicas share it."""
-    digest_of = DigestMemo()
-    digests = []
-    specs: dict[str, dict[str, Any]] = {}
-    for row in rows:
-        digest, values = digest_of(row)
-        digests.append(digest)
-        specs.setdefault(digest, values)
-    ids = spec_ids(specs)
-    for row, digest in zip(rows, digests, strict=True):
-        row["spec_id"], row["spec_digest"] = ids[digest], digest
 
 
 def _insert_sql() -> str:

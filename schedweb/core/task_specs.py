@@ -3,7 +3,9 @@
 `spec_ids(specs)` returns the row id of each (digest, values) pair, inserting the missing ones
 (PostgreSQL: one read of the digests, one insert of the new rows; a spec inserted meanwhile by
 another transaction is read back, never duplicated: the digest is unique). `attach_specs(tasks)`
-points Task objects carrying spec values at their rows; `prune_task_specs()` deletes the rows no
+points Task objects carrying spec values at their rows, `attach_spec_ids(rows)` task dicts (the
+submit path: the replicas of an entry are digested once), `task_objects(job, rows)` builds the
+inserted rows' Task objects sharing one TaskSpec object per spec; `prune_task_specs()` deletes the rows no
 task refers to any more (job_delete and a re-applied job's task replacement prune the specs of
 the tasks they delete).
 """
@@ -17,8 +19,8 @@ from typing import Any
 import psycopg
 from django.db import IntegrityError, connection, transaction
 
-from schedweb.core.models import Task, TaskSpec
-from schedweb.core.task_spec_values import SPEC_DEFAULTS, SPEC_FIELDS, spec_digest, spec_values
+from schedweb.core.models import Job, Task, TaskSpec
+from schedweb.core.task_spec_values import SPEC_DEFAULTS, SPEC_FIELDS, DigestMemo, spec_digest, spec_values
 
 _COLUMNS = ("digest", *SPEC_FIELDS)
 _INSERT = (f"INSERT INTO core_taskspec ({', '.join(_COLUMNS)}) "
@@ -103,3 +105,39 @@ def prune_task_specs(ids: Iterable[int] | None = None) -> int:
     except IntegrityError:
         return 0
     return deleted
+
+
+def task_objects(job: Job, rows: list[dict[str, Any]]) -> list[Task]:
+    """Task objects of inserted task rows (as insert_drafts returns them), job attached; tasks of
+    one spec share one TaskSpec object."""
+    out = []
+    specs: dict[int, TaskSpec] = {}
+    for row in rows:
+        spec_id = row["spec_id"]
+        spec = specs.get(spec_id)
+        if spec is None:
+            spec = specs[spec_id] = TaskSpec(id=spec_id, digest=row["spec_digest"], **spec_values(row))
+            spec._state.adding, spec._state.db = False, connection.alias
+        task = Task(job=job, spec=spec, **{k: v for k, v in row.items() if k not in _NOT_TASK_KEYS})
+        task._state.adding, task._state.db = False, connection.alias
+        out.append(task)
+    return out
+
+
+# Keys of an inserted task row that are no Task field (the spec's, spec_id set as `spec`).
+_NOT_TASK_KEYS = frozenset({*SPEC_FIELDS, "spec_id", "spec_digest"})
+
+
+def attach_spec_ids(rows: list[dict[str, Any]]) -> None:
+    """Set `spec_id` and `spec_digest` of each task dict, storing the specs not stored yet: one
+    TaskSpec row per distinct spec, however many replicas share it."""
+    digest_of = DigestMemo()
+    digests = []
+    specs: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        digest, values = digest_of(row)
+        digests.append(digest)
+        specs.setdefault(digest, values)
+    ids = spec_ids(specs)
+    for row, digest in zip(rows, digests, strict=True):
+        row["spec_id"], row["spec_digest"] = ids[digest], digest
