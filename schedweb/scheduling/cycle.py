@@ -187,7 +187,7 @@ def _run_locked(started: datetime, t0: float) -> CycleRun:
 
 
 _reported: dict[str, str] = {}  # job uid -> the error last logged for it (this process)
-# Reason object -> (code, message, details, normalised details or None, their JSON text or None).
+# Reason object -> [code, message, details, their JSON text or None].
 _reason_json: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
@@ -260,20 +260,6 @@ def _job_changes(state: LoadedState, result: SessionResult, now: datetime,
     """Phases and current reasons of changed jobs: (changes, ids whose reason code changed,
     ids still waiting for the same reason code)."""
     changes: list[writes.JobChange] = []
-    # Through JSON: compares equal to what the database gives back next cycle. Memoised by the
-    # text: jobs of a queue often wait for the same details (the decoded values are read-only).
-    normalised: dict[str, dict] = {}
-
-    def normal_json(value: dict) -> tuple[dict, str]:
-        # The text too: the writers send it as it is (one dumps per job and cycle, not three).
-        if not value:
-            return {}, "{}"
-        text = json.dumps(value, sort_keys=True, default=str)
-        out = normalised.get(text)
-        if out is None:
-            out = normalised[text] = json.loads(text)
-        return out, text
-
     code_changed: set[int] = set()
     same_code: list[int] = []
     for uid, row in state.jobs.items():
@@ -288,24 +274,27 @@ def _job_changes(state: LoadedState, result: SessionResult, now: datetime,
         if reason is None:
             code, message, details = "", "", {}
         else:
-            # One JSON text per Reason object: jobs of one shape share one (scheduler_core's
-            # reason_memo), and an unchanged job keeps last cycle's, whose normalised details
-            # are the very object its row holds (incremental.own_jobs): `is`, no comparison.
+            # One entry per Reason object: jobs of one shape share one (scheduler_core's
+            # reason_memo), and a job whose reason was not rendered again keeps last cycle's,
+            # whose details are the very object its row holds (incremental.own_jobs): `is`, no
+            # comparison, no JSON. The details are kept as rendered, not round-tripped through
+            # JSON: they are JSON values (a tuple would compare unequal to the list a full
+            # load reads back, costing one rewrite of the same text, never a wrong row).
             seen = _reason_json.get(reason) if hasattr(reason, "__weakref__") else None
             if seen is None:
                 data = reason.to_json() if hasattr(reason, "to_json") else dict(reason)
-                raw = data.get("details") or {}
-                seen = (str(data["code"]), data["message"], raw, None, None)
-            code, message, details = seen[0], seen[1], seen[3] if seen[3] is not None else seen[2]
+                seen = [str(data["code"]), data["message"], data.get("details") or {}, None]
+                if hasattr(reason, "__weakref__"):
+                    _reason_json[reason] = seen
+            code, message, details = seen[0], seen[1], seen[2]
             if details is row.reason_details or details == row.reason_details:
                 details = row.reason_details
-            elif seen[3] is not None:
-                text = seen[4]
+            elif details:
+                if seen[3] is None:  # the writers send it as it is
+                    seen[3] = json.dumps(details, sort_keys=True, default=str)
+                text = seen[3]
             else:
-                details, text = normal_json(details)
-                seen = (code, message, seen[2], details, text)
-            if hasattr(reason, "__weakref__"):
-                _reason_json[reason] = seen
+                text = "{}"
         if code == row.reason_code:
             if code:
                 same_code.append(row.id)
