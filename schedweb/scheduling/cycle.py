@@ -260,6 +260,7 @@ def _job_changes(state: LoadedState, result: SessionResult, now: datetime,
     """Phases and current reasons of changed jobs: (changes, ids whose reason code changed,
     ids still waiting for the same reason code)."""
     changes: list[writes.JobChange] = []
+    parts: dict[int, tuple[object, str]] = {}  # details_text's memo for this cycle's renderings
     code_changed: set[int] = set()
     same_code: list[int] = []
     for uid, row in state.jobs.items():
@@ -291,7 +292,7 @@ def _job_changes(state: LoadedState, result: SessionResult, now: datetime,
                 details = row.reason_details
             elif details:
                 if seen[3] is None:  # the writers send it as it is
-                    seen[3] = json.dumps(details, sort_keys=True, default=str)
+                    seen[3] = details_text(details, parts)
                 text = seen[3]
             else:
                 text = "{}"
@@ -306,6 +307,27 @@ def _job_changes(state: LoadedState, result: SessionResult, now: datetime,
             code_changed.add(row.id)
         changes.append(writes.JobChange(row.id, row.phase, phase, code, message, details, since, text))
     return changes, code_changed, same_code
+
+
+def details_text(details: dict, memo: dict[int, tuple[object, str]]) -> str:
+    """`json.dumps(details, sort_keys=True, default=str)`, the same text, with each top-level
+    list or dict value dumped once per object: reasons of one queue share their `queue_chain`
+    (scheduler_core.reason_figures hands out one read-only list per queue and limit), the bulk
+    of the text. `memo` keeps the objects it has seen (their ids stay theirs while it lives)."""
+    if not all(isinstance(key, str) for key in details):
+        return json.dumps(details, sort_keys=True, default=str)
+    out = []
+    for key in sorted(details):
+        value = details[key]
+        if isinstance(value, list | dict):
+            hit = memo.get(id(value))
+            if hit is None or hit[0] is not value:
+                hit = memo[id(value)] = (value, json.dumps(value, sort_keys=True, default=str))
+            text = hit[1]
+        else:
+            text = json.dumps(value, default=str)
+        out.append(f"{json.dumps(key)}: {text}")
+    return "{" + ", ".join(out) + "}"
 
 
 def _write_jobs(changes: list[writes.JobChange], code_changed: set[int], same_code: list[int],
