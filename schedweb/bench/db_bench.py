@@ -251,6 +251,7 @@ def run_case(size: str, scenario: str, seed: int = 1, cycles: int | None = None,
         # The cycle process's own CPU (the database's work is another process's): what other
         # processes on a shared machine change least.
         "cpu_ms_p50": round(pct(cpus, 50) * 1e3, 1), "cpu_ms_p99": round(pct(cpus, 99) * 1e3, 1),
+        "write_cpu_ms_p50": round(pct([(r.timing or {}).get("write_cpu_s", 0.0) for r in runs], 50) * 1e3, 1),
         "p99_per_period": round(pct(walls, 99) / period, 3),
         "full_loads": incremental.full_loads - full_before,
         "task_rows_applied": round(sum(applied) / len(applied), 1),
@@ -290,7 +291,7 @@ COLUMNS = [("size", "size"), ("scenario", "scenario"), ("tasks", "tasks"), ("cyc
            ("placed/cycle", "placed_per_cycle"), ("load p50", "load_ms_p50"),
            ("schedule p50", "schedule_ms_p50"), ("write p50", "write_ms_p50"),
            ("cycle p50", "cycle_ms_p50"), ("cycle p99", "cycle_ms_p99"), ("p99/period", "p99_per_period"),
-           ("CPU p50", "cpu_ms_p50"), ("CPU p99", "cpu_ms_p99"),
+           ("CPU p50", "cpu_ms_p50"), ("CPU p99", "cpu_ms_p99"), ("write CPU p50", "write_cpu_ms_p50"),
            ("full loads", "full_loads"), ("task rows read", "task_rows_applied"),
            ("placements/s", "placements_per_s"), ("raw SELECT", "raw_select_ms"),
            ("raw COPY", "raw_copy_ms"), ("raw UPDATE", "raw_update_ms"),

@@ -152,7 +152,7 @@ def _run_locked(started: datetime, t0: float) -> CycleRun:
         _, result = run_session_isolated(build, conf, node_scan=NODE_SCAN)
     state = loaded[-1]
     incremental.settle(state, result)  # what the session changed in memory only goes back
-    t2 = time.perf_counter()
+    t2, c2 = time.perf_counter(), time.process_time()
     t1 = t0 + load_time[0]
     report_job_errors(result)
     task_changes, task_jobs = _task_changes(state, result)
@@ -178,8 +178,10 @@ def _run_locked(started: datetime, t0: float) -> CycleRun:
     writes.insert_samples(complete_samples(_samples(run, result, started), state.snapshot.queues), previous)
     t3 = time.perf_counter()
     run.write_seconds, run.duration_seconds = t3 - t2, t3 - t0
+    # The write phase's own CPU (job changes, JSON, sending): the database's work is not in it.
+    run.timing = {**run.timing, "write_cpu_s": time.process_time() - c2}
     CycleRun.objects.filter(pk=run.pk).update(write_seconds=run.write_seconds,
-                                              duration_seconds=run.duration_seconds)
+                                              duration_seconds=run.duration_seconds, timing=run.timing)
     cycle_metrics.record_cycle(run, *cycle_metrics.waits(state, result, applied, started))
     if run.pk % PRUNE_EVERY == 0:
         prune_history(started)
