@@ -86,10 +86,15 @@ def my_job(demo):
     return demo
 
 
+# A context's first queue page loads the 4.7 MB Plotly bundle: on a busy machine that alone may
+# take longer than the 15 s other steps get.
+LOAD_TIMEOUT_MS = 60000
+
+
 def _check(page, url: str, ready: str, first: list[str]) -> dict:
-    response = page.goto(url)
+    response = page.goto(url, timeout=LOAD_TIMEOUT_MS)
     assert response.status == 200, url
-    page.wait_for_function(f"() => {ready}")
+    page.wait_for_function(f"() => {ready}", timeout=LOAD_TIMEOUT_MS)
     page.wait_for_load_state("networkidle")
     return page.evaluate(OVERFLOW, first)
 
@@ -147,6 +152,7 @@ def test_navigation_folds_behind_a_menu_button(signed_in, live_server, width, fo
 
 def test_coloured_bars_have_legends(signed_in, live_server):
     page = signed_in("lead")
+    page.set_default_navigation_timeout(LOAD_TIMEOUT_MS)  # the queue page loads Plotly
     for path, legend in (("/queues/", ".legend .sw.alloc"), ("/queues/vision/", ".legend .sw.deserved"),
                          ("/mine/", "#my-queues + .legend .sw.guarantee"),
                          ("/nodes/", "#nodes-legend .sw.alloc")):
