@@ -291,7 +291,8 @@ class JobDetailSerializer(JobSerializer):
 
             cached = obj._task_page = (task_objects(obj, new[:JOB_DETAIL_TASKS]), len(new))
         if cached is None:
-            page = list(obj.tasks.select_related("node").order_by("id")[:JOB_DETAIL_TASKS + 1])
+            page = list(obj.tasks.select_related("node").prefetch_related("spec").order_by("id")
+                        [:JOB_DETAIL_TASKS + 1])
             for task in page:
                 task.job = obj  # TaskSerializer reads the job's namespace
             total = len(page) if len(page) <= JOB_DETAIL_TASKS else obj.tasks.count()

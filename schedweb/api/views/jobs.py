@@ -213,7 +213,7 @@ class TaskViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gen
 
     def get_queryset(self) -> QuerySet:
         """The view's rows with the relations its serializer reads."""
-        return Task.objects.select_related("job", "node")
+        return Task.objects.select_related("job", "node").prefetch_related("spec")
 
     @extend_schema(request=TaskStatusSerializer, responses={200: TaskSerializer})
     @action(detail=True, methods=["post"])

@@ -32,7 +32,7 @@ from schedweb.api.parsers import BoundedJSONParser, YamlTextParser, YamlTextPars
 from schedweb.api.serializers.cluster import ManifestImportSerializer
 from schedweb.api.views.base import access
 from schedweb.core.choices import TERMINAL_JOB_PHASES
-from schedweb.core.models import Job, PriorityClass, Queue, Task
+from schedweb.core.models import Job, PriorityClass, Queue, Task, TaskSpec
 from schedweb.scheduling.models import JobCondition
 
 EXPORT_KINDS = ("PriorityClass", "Queue", "PodGroup", "Job")
@@ -116,7 +116,9 @@ class ManifestExportView(APIView):
             for queue in _parents_first(queues):
                 _export(skipped, f"Queue {queue.name}", lambda q=queue: [queue_to_manifest(q)], docs)
         if "PodGroup" in kinds or "Job" in kinds:
-            tasks = Task.objects.defer(*TASK_JSON_FIELDS).annotate(**json_columns(TASK_JSON_FIELDS))
+            # Each spec read once, as text (decoded by the export), shared by the tasks that have it.
+            specs = TaskSpec.objects.defer(*TASK_JSON_FIELDS).annotate(**json_columns(TASK_JSON_FIELDS))
+            tasks = Task.objects.prefetch_related(Prefetch("spec", queryset=specs))
             jobs = Job.objects.select_related("queue", "priority_class").prefetch_related(
                 Prefetch("tasks", queryset=tasks),
                 Prefetch("conditions", queryset=JobCondition.objects.order_by("id")),
