@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from scheduler_core.explain.node_scores import TaskScores
-    from scheduler_core.explain.reasons import Reason
+    from scheduler_core.framework.records import Reason
     from scheduler_core.resources import Resource
 
 # Resource figures of a queue, in output order.

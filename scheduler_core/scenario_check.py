@@ -21,7 +21,7 @@ from typing import Any
 
 from scheduler_core.explain.node_scores import check_expected as check_expected_scores
 from scheduler_core.explain.node_scores import parse_expected as parse_expected_scores
-from scheduler_core.explain.reasons import ReasonCode
+from scheduler_core.framework.records import ReasonCode
 from scheduler_core.model import ClusterSnapshot, JobPhase
 from scheduler_core.scenario_fields import Ctx, Obj, parse_quantities
 

@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from scheduler_core.explain.node_scores import top_count
+from scheduler_core.explain.session_hooks import EXPLAIN
 from scheduler_core.framework.conf import DEFAULT_CONF, SchedulerConf
 from scheduler_core.framework.isolation import JobError, SessionJobError, screen, set_aside
 from scheduler_core.framework.node_search import NodeScan
@@ -44,7 +45,7 @@ def run_session(snapshot: ClusterSnapshot, conf: SchedulerConf | None = None, *,
         screen(snapshot)
         screened = time.perf_counter() - started
         ssn = open_session(snapshot, conf, record_scores=top_count(record_scores), node_scan=node_scan,
-                           work_budget=work_budget, sharding=sharding)
+                           work_budget=work_budget, sharding=sharding, hooks=EXPLAIN)
         ssn.result.timing["screen_s"] = round(screened, 6)
         for name in conf.actions:
             builder = action_builders.get(name)

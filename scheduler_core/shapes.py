@@ -53,9 +53,14 @@ from scheduler_core.shapes_base import (
 from scheduler_core.shapes_base import type_name as _type
 from scheduler_core.shapes_names import (
     MAX_LABEL,
+    MAX_LABEL_VALUE,
+    MAX_NAME,
     MAX_POD_NAME,
+    MAX_PREFIX,
     MAX_SUBDOMAIN,
+    check_label_key,
     check_label_name,
+    check_label_value,
     check_pod_name,
     check_subdomain_name,
     pod_name,
@@ -72,12 +77,7 @@ __all__ = [
 ]
 
 MAX_ITEMS = 1000
-MAX_PREFIX = 253
-MAX_NAME = 63
-MAX_LABEL_VALUE = 63
 
-_NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
-_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _INT = re.compile(r"[+-]?[0-9]{1,19}")
 
@@ -92,32 +92,6 @@ PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
 
 
 # -- names and values ----------------------------------------------------------------------------
-
-def check_label_key(value: Any, path: str) -> str:
-    """A Kubernetes qualified name: `[prefix/]name`, prefix a DNS subdomain."""
-    if not isinstance(value, str):
-        raise ShapeError(path, f"expected a string, got {_type(value)}")
-    check_text(value, path, max_length=MAX_PREFIX + 1 + MAX_NAME)
-    prefix, slash, name = value.rpartition("/")
-    bad_prefix = slash and (not prefix or len(prefix) > MAX_PREFIX or not _DNS_SUBDOMAIN.fullmatch(prefix))
-    if bad_prefix or not name or len(name) > MAX_NAME or not _NAME.fullmatch(name):
-        raise ShapeError(path, f"{value!r} is not a qualified name: an optional prefix (a DNS subdomain "
-                               f"of at most {MAX_PREFIX} lower-case letters, digits, '-' and '.') and '/', "
-                               f"then at most {MAX_NAME} letters, digits, '-', '_' or '.', starting and "
-                               "ending with a letter or digit")
-    return value
-
-
-def check_label_value(value: Any, path: str) -> str:
-    """A label value: empty, or at most 63 letters, digits, '-', '_', '.' (alphanumeric ends)."""
-    if not isinstance(value, str):
-        raise ShapeError(path, f"expected a string, got {_type(value)}")
-    check_text(value, path, max_length=MAX_TEXT)
-    if value and (len(value) > MAX_LABEL_VALUE or not _NAME.fullmatch(value)):
-        raise ShapeError(path, f"{value!r} is not a valid label value: at most {MAX_LABEL_VALUE} letters, "
-                               "digits, '-', '_' or '.', starting and ending with a letter or digit")
-    return value
-
 
 def check_resource_name(name: Any, path: str) -> str:
     """A resource name (`cpu`, `memory`, `pods`, `nvidia.com/gpu`): a Kubernetes qualified name."""

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from scheduler_core.shapes_base import ShapeError, check_text, type_name
+from scheduler_core.shapes_base import MAX_TEXT, ShapeError, check_text, type_name
 
 MAX_SUBDOMAIN = 253
 MAX_LABEL = 63
@@ -73,3 +73,37 @@ def check_pod_name(value: Any, path: str, what: str = "task name") -> str:
 def pod_name(job: str, task: str, index: int) -> str:
     """The name Volcano gives a job's task's `index`-th pod: `<job>-<task>-<index>`."""
     return f"{job}-{task}-{index}"
+
+
+# Label keys and values (the taint and selector checks use them too, shapes_taints).
+MAX_PREFIX = 253
+MAX_NAME = 63
+MAX_LABEL_VALUE = 63
+_NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+
+
+def check_label_key(value: Any, path: str) -> str:
+    """A Kubernetes qualified name: `[prefix/]name`, prefix a DNS subdomain."""
+    if not isinstance(value, str):
+        raise ShapeError(path, f"expected a string, got {type_name(value)}")
+    check_text(value, path, max_length=MAX_PREFIX + 1 + MAX_NAME)
+    prefix, slash, name = value.rpartition("/")
+    bad_prefix = slash and (not prefix or len(prefix) > MAX_PREFIX or not _DNS_SUBDOMAIN.fullmatch(prefix))
+    if bad_prefix or not name or len(name) > MAX_NAME or not _NAME.fullmatch(name):
+        raise ShapeError(path, f"{value!r} is not a qualified name: an optional prefix (a DNS subdomain "
+                               f"of at most {MAX_PREFIX} lower-case letters, digits, '-' and '.') and '/', "
+                               f"then at most {MAX_NAME} letters, digits, '-', '_' or '.', starting and "
+                               "ending with a letter or digit")
+    return value
+
+
+def check_label_value(value: Any, path: str) -> str:
+    """A label value: empty, or at most 63 letters, digits, '-', '_', '.' (alphanumeric ends)."""
+    if not isinstance(value, str):
+        raise ShapeError(path, f"expected a string, got {type_name(value)}")
+    check_text(value, path, max_length=MAX_TEXT)
+    if value and (len(value) > MAX_LABEL_VALUE or not _NAME.fullmatch(value)):
+        raise ShapeError(path, f"{value!r} is not a valid label value: at most {MAX_LABEL_VALUE} letters, "
+                               "digits, '-', '_' or '.', starting and ending with a letter or digit")
+    return value

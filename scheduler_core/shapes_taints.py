@@ -9,6 +9,7 @@ import re
 from typing import Any
 
 from scheduler_core.shapes_base import ShapeError, check_text, join
+from scheduler_core.shapes_names import check_label_key, check_label_value
 
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 TAINT_KEYS = ("key", "value", "effect", "timeAdded")
@@ -18,8 +19,6 @@ _RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]
 
 def check_taints(value: Any, path: str) -> list[dict[str, str]]:
     """The taints, normalised to {key, value, effect} (plus timeAdded when given); None is []."""
-    from scheduler_core.shapes import check_label_key, check_label_value
-
     if value is None:
         return []
     if not isinstance(value, list):

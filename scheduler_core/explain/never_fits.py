@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from scheduler_core.explain.reason_figures import CloseFigures, output_amount, smallest_sum
-from scheduler_core.explain.reasons import Reason, ReasonCode
+from scheduler_core.framework.records import Reason, ReasonCode
 from scheduler_core.model import JobPhase, TaskStatus
 from scheduler_core.plugins.util.queue_attr import format_dim
 from scheduler_core.resources import MIN_RESOURCE, Resource, Zero
@@ -111,7 +111,7 @@ class NeverFitsIndex:
             counts: dict[str, int] = {}
             if self.predicates is not None:
                 if self._static is None:
-                    from scheduler_core.plugins.predicates.predicates import NodeStatic
+                    from scheduler_core.plugins.util.node_static import NodeStatic
 
                     self._static = NodeStatic(self.table)
                 for reason, mask in self.predicates.static_failures(task, self._static):

@@ -26,7 +26,7 @@ A `NodeScore` has the node, the `total` the action ranked by (`Session.node_scor
 callback, `Session.node_score_parts`), e.g. {"nodeorder": 250.0, "binpack": 62.5}.
 JSON (`to_json()`, under the result's "node_scores" key): floats rounded to 4 decimals.
 Scores are those at the moment of the decision. For allocate the totals come from the class's
-shared score vectors (`_placement.ClassState`); only the top rows' per-plugin parts are
+shared score vectors (`actions.allocate.placement.ClassState`); only the top rows' per-plugin parts are
 computed, and kept per class until their row changes.
 """
 
@@ -36,17 +36,35 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 if TYPE_CHECKING:
-    from scheduler_core.actions.allocate.placement import ChangeLog, ClassState
     from scheduler_core.framework.session import Session
     from scheduler_core.model import TaskInfo
     from scheduler_core.result import SessionResult
 
 DEFAULT_TOP = 10
+
+
+class ClassState(Protocol):
+    """What record_class reads of allocate's class state (actions.allocate.placement.ClassState)."""
+
+    best_idle: np.ndarray
+    best_future: np.ndarray
+    unverified: set[int]
+    local: bool
+    ok: np.ndarray
+    future_fit: np.ndarray
+
+
+class ChangeLog(Protocol):
+    """What record_class reads of allocate's change log (actions.allocate.placement.ChangeLog)."""
+
+    last: np.ndarray
+    last_all: int
+
 DECIMALS = 4
 _NEG = -np.inf
 _NO_ROWS = np.zeros(0, dtype=np.intp)

@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+from scheduler_core.framework.records import refusal  # noqa: F401  (re-exported)
 from scheduler_core.model import TaskStatus
 from scheduler_core.plugins.util.queue_attr import format_dim, over_dimensions
 from scheduler_core.resources import Resource, Zero
@@ -59,15 +60,6 @@ def output_quantities(res: Resource | None) -> dict[str, float] | None:
     for name in sorted(res.scalars):
         out[name] = output_amount(name, res.scalars[name])
     return {k: v for k, v in out.items() if not math.isinf(v)}
-
-
-def refusal(check: str, queue: str, limit: str, request: Resource | None = None) -> dict[str, Any]:
-    """What a queue plugin refused, for `details["refusal"]` of its record (rendered at close).
-
-    `check`: allocate / enqueue / overused; `limit`: the figure compared (deserved /
-    real_capability); `request`: the refused task's request (allocate) or min resources (enqueue).
-    """
-    return {"check": check, "queue": queue, "limit": limit, "request": request}
 
 
 def gang_need(job: JobInfo) -> Resource | None:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import weakref
 from typing import TYPE_CHECKING, Any
 
+from scheduler_core.framework.records import RENDERED_KEYS
 from scheduler_core.model import QueueState
 from scheduler_core.resources import Resource
 
@@ -89,8 +90,6 @@ class ReasonMemo:
     def key(self, job: JobInfo, queue: QueueInfo, records: list[dict[str, Any]], fit: Any,
             unbound: int) -> tuple:
         """Everything the tail of reasons.job_reason reads for this job."""
-        from scheduler_core.explain.reasons import RENDERED_KEYS
-
         recs = []
         needs_gang = quotes_figures = False
         figures = self.figures.figures

@@ -216,16 +216,16 @@ def _parse_configurations(raw: Any, problems: list[str]) -> dict[str, dict[str, 
 
 def _check_arguments(tiers: list[Tier], configurations: dict[str, dict[str, Any]],
                      problems: list[str]) -> None:
-    """Arguments whose bad values would change scheduling silently: named, not guessed."""
-    from scheduler_core.plugins.capacity.reclaim import parse_level
+    """Arguments whose bad values would change scheduling silently: named, not guessed (each
+    registered plugin checks its own, `Plugin.check_arguments`)."""
+    from scheduler_core.framework.registry import load_all, plugin_builders
 
+    load_all()
     for tier in tiers:
         for opt in tier.plugins:
-            if opt.name == "capacity":
-                try:
-                    parse_level(opt.arguments)
-                except ValueError as exc:
-                    problems.append(f"plugin capacity: {exc}")
+            check = getattr(plugin_builders.get(opt.name), "check_arguments", None)
+            if check is not None:
+                problems.extend(f"plugin {opt.name}: {problem}" for problem in check(opt.arguments))
     # Action arguments are never refused: like Volcano, the actions ignore a value of the wrong
     # type (keeping the default) and say so in the session's warnings.
 

@@ -9,17 +9,39 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
+    from scheduler_core.framework.conf import PluginOption
     from scheduler_core.framework.session import Session
     from scheduler_core.model import TaskInfo
 
 
 class Plugin:
-    """A policy: registers callbacks on the session when it opens."""
+    """A policy: registers callbacks on the session when it opens.
+
+    Besides its callbacks a plugin declares what the web shows about it (read from the
+    registry, never by plugin name): `score_hint`, what a node-order plugin rewards in a few
+    words; `limit_figure`, for a queue plugin, the QueueFigures field a queue's room is measured
+    against; `explanation_form`, the form of its queue explanation JSON; `ignored_queue_fields`.
+    """
 
     name: str = ""
+    score_hint: str = ""
+    limit_figure: str = ""
+    explanation_form: str = ""
 
     def __init__(self, arguments: dict[str, Any] | None = None) -> None:
         self.arguments: dict[str, Any] = dict(arguments or {})
+
+    @classmethod
+    def check_arguments(cls, arguments: dict[str, Any]) -> list[str]:
+        """Problems with arguments whose bad values would change scheduling silently (parse_conf
+        refuses the configuration naming them); none by default."""
+        return []
+
+    @classmethod
+    def ignored_queue_fields(cls, option: PluginOption, *, is_leaf: bool) -> dict[str, str] | None:
+        """For a queue plugin: {queue field: why it has no effect} on a leaf or parent queue under
+        this configured `option`; None for a plugin that shares no queues (the default)."""
+        return None
 
     def on_session_open(self, ssn: Session) -> None:
         """Register callbacks (ssn.add_*_fn(self.name, ...)) and compute per-session state.

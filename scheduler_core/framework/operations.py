@@ -15,7 +15,7 @@ from scheduler_core.framework.interface import Event, EventHandler
 from scheduler_core.model import JobInfo, NodeInfo, TaskInfo, TaskStatus
 
 if TYPE_CHECKING:
-    from scheduler_core.explain.node_scores import ScoreRecorder
+    from scheduler_core.framework.hooks import ScoreSink
     from scheduler_core.framework.node_table import NodeTable
 
 
@@ -26,7 +26,7 @@ class SessionOperations:
     jobs: dict[str, JobInfo]
     node_table: NodeTable
     placed: dict[str, TaskInfo]
-    score_recorder: ScoreRecorder | None
+    score_recorder: ScoreSink | None
     event_handlers: list[EventHandler]
     # (handler count, allocate funcs, deallocate funcs, run funcs), rebuilt by _handlers when
     # handlers change; a run func is (batch func, None) or (None, per-event func).

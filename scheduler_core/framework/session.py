@@ -13,10 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from scheduler_core.explain.node_scores import ScoreRecorder, top_count
-from scheduler_core.explain.reasons import build_reasons
 from scheduler_core.framework.callbacks import CallbackRegistry
 from scheduler_core.framework.conf import SchedulerConf
+from scheduler_core.framework.hooks import NO_HOOKS, ScoreSink, SessionHooks
 from scheduler_core.framework.interface import (  # noqa: F401  (re-exported for plugins)
     Event,
     EventHandler,
@@ -77,8 +76,9 @@ class Session(SessionOperations, CallbackRegistry):
         self.quarantined: dict[str, JobError] = dict(snapshot.set_aside)
         for uid, error in self.quarantined.items():
             self.result.job_errors[uid] = error.to_json()
-        # Per-node score recording (scheduler_core.explain.node_scores), None = off: set by open_session.
-        self.score_recorder: ScoreRecorder | None = None
+        # Per-node score recording (the caller's hooks.scores), None = off: set by open_session.
+        self.score_recorder: ScoreSink | None = None
+        self.session_hooks: SessionHooks = NO_HOOKS
         # Work units per job against the budget (framework.work_budget); the guards name the job.
         self.work = WorkMeter(work_budget)
         self._opened_at = time.perf_counter()
@@ -283,11 +283,13 @@ class Session(SessionOperations, CallbackRegistry):
 
 def open_session(snapshot: ClusterSnapshot, conf: SchedulerConf, record_scores: bool | int = False,
                  node_scan: NodeScan | None = None, work_budget: int | None = None,
-                 sharding: Sharding | None = None) -> Session:
+                 sharding: Sharding | None = None, hooks: SessionHooks | None = None) -> Session:
     """Build the session and every configured plugin; call on_session_open in tier order.
 
-    `record_scores` (True = top 10, N = top N) records the per-node scores of the placement
-    decisions into `result.node_scores` at close (scheduler_core.explain.node_scores); off by default.
+    `hooks` (framework.hooks): what the caller adds from above the framework, the reasons built
+    at close and the score sink; None = neither. `record_scores` (True = top 10, N = top N)
+    records the per-node scores of the placement decisions into `result.node_scores` at close
+    through `hooks.scores`; off by default.
     `node_scan` is the feasible-node search's rotating index the caller keeps across sessions
     (None: a fresh one, starting at the first node). `work_budget`: work units per job
     (framework.work_budget; None = the process default). `sharding`: this scheduler's shard
@@ -295,9 +297,9 @@ def open_session(snapshot: ClusterSnapshot, conf: SchedulerConf, record_scores: 
     """
     load_all()
     ssn = Session(snapshot, conf, node_scan, work_budget, sharding)
-    top = top_count(record_scores)
-    if top:
-        ssn.score_recorder = ScoreRecorder(ssn, top)
+    ssn.session_hooks = hooks or NO_HOOKS
+    if record_scores and ssn.session_hooks.scores is not None:
+        ssn.score_recorder = ssn.session_hooks.scores(ssn, record_scores)
     for tier in conf.tiers:
         for opt in tier.plugins:
             builder = plugin_builders.get(opt.name)
@@ -368,7 +370,8 @@ def close_session(ssn: Session) -> SessionResult:
                 started = time.perf_counter()
                 plugin.on_session_close(ssn)
                 res.timing[f"plugin_{opt.name}_close_s"] = round(time.perf_counter() - started, 6)
-    res.reasons = build_reasons(ssn)
+    if ssn.session_hooks.reasons is not None:
+        res.reasons = ssn.session_hooks.reasons(ssn)
     res.sharding = ssn.shard.summary({**res.binds, **res.pipelined})
     res.work = ssn.work.summary()
     if ssn.score_recorder is not None:

@@ -1,7 +1,9 @@
 """Which queue fields the active scheduler configuration ignores, and why (issue 16, item 3).
 
 One function, `ignored_fields(conf, is_leaf=...)`, derives it from the configuration's queue
-plugins and their flags; the queue page and the edit form print the sentence next to the field:
+plugins and their flags, each plugin saying which fields it ignores and why
+(`Plugin.ignored_queue_fields`); the queue page and the edit form print the sentence next to the
+field. Today's plugins answer:
 
 - no queue plugin (neither `proportion` nor `capacity`): weight, priority, deserved, guarantee
   and capability are all ignored;
@@ -17,45 +19,38 @@ plugins and their flags; the queue page and the edit form print the sentence nex
 from __future__ import annotations
 
 from scheduler_core.framework.conf import SchedulerConf
+from scheduler_core.framework.registry import plugin_classes
 
 QUEUE_FIELDS = ("weight", "priority", "capability", "deserved", "guarantee", "reclaimable")
-SHARE_FIELDS = ("weight", "capability", "guarantee", "deserved")
 
 
-def _proportion(is_leaf: bool) -> dict[str, str]:
-    if not is_leaf:
-        why = ("The active configuration uses the flat proportion plugin, which shares among the queues "
-               "that hold jobs: a parent queue's {field} has no effect.")
-        return {f: why.format(field=f) for f in SHARE_FIELDS}
-    return {"deserved": ("The active configuration uses the proportion plugin, which computes deserved "
-                         "from the weights: the configured deserved has no effect.")}
+def queue_plugins() -> list[str]:
+    """Registered queue plugins (those declaring a limit figure), in registration order."""
+    return [name for name, cls in plugin_classes().items() if getattr(cls, "limit_figure", "")]
 
 
-def _capacity(is_leaf: bool, hierarchy: bool) -> dict[str, str]:
-    weight = ("The active configuration uses the capacity plugin, which shares by deserved: weight has "
-              "no effect.")
-    if hierarchy or is_leaf:
-        return {"weight": weight}
-    why = ("The active configuration uses the capacity plugin without enableHierarchy, which treats queues "
-           "as flat: a parent queue's {field} has no effect.")
-    return {f: why.format(field=f) for f in SHARE_FIELDS}
+def _plugin_answers(conf: SchedulerConf, is_leaf: bool) -> list[dict[str, str]]:
+    # Each configured queue plugin says which fields it ignores (Plugin.ignored_queue_fields).
+    answers = []
+    for tier in conf.tiers:
+        for option in tier.plugins:
+            cls = plugin_classes().get(option.name)
+            said = cls.ignored_queue_fields(option, is_leaf=is_leaf) if cls is not None else None
+            if said is not None:
+                answers.append(said)
+    return answers
 
 
 def ignored_fields(conf: SchedulerConf, *, is_leaf: bool) -> dict[str, str]:
     """{field: why it has no effect} for a leaf or parent queue under `conf` (see the module doc)."""
-    answers: list[dict[str, str]] = []
-    if conf.plugin("proportion") is not None:
-        answers.append(_proportion(is_leaf))
-    capacity = conf.plugin("capacity")
-    if capacity is not None:
-        answers.append(_capacity(is_leaf, capacity.enabled("enableHierarchy")))
+    answers = _plugin_answers(conf, is_leaf)
     if answers:
         ignored = dict(answers[0])
         for other in answers[1:]:
             ignored = {f: why for f, why in ignored.items() if f in other}
     else:
-        why = ("The active configuration enables no queue plugin (proportion or capacity): queue {field} "
-               "has no effect.")
+        why = (f"The active configuration enables no queue plugin ({' or '.join(queue_plugins())}): "
+               "queue {field} has no effect.")
         ignored = {f: why.format(field=f) for f in QUEUE_FIELDS if f != "reclaimable"}
     if "reclaim" not in conf.actions:
         ignored["reclaimable"] = ("The active configuration runs no reclaim action: nothing is reclaimed "

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from scheduler_core.framework.registry import plugin_class
 from schedweb.dashboard.units import dim_label, fmt, fmt_map, output_map_to_stored
 
 # Words for a proportion round's one-word clamp (scheduler_core.plugins.proportion.deserved).
@@ -79,9 +80,11 @@ def explain(data: Mapping[str, Any] | None, queue_name: str,
     if not data:
         return None
     plugin = str(data.get("plugin", ""))
-    if plugin == "proportion":
+    # The plugin declares the form of its explanation JSON (Plugin.explanation_form).
+    form = getattr(plugin_class(plugin), "explanation_form", "") if plugin else ""
+    if form == "weight-rounds":
         return _proportion(data, queue_name)
-    if plugin == "capacity":
+    if form == "configured-deserved":
         return _capacity(data, queue_name, request)
     if plugin == "rollup":
         kids = ", ".join(data.get("children") or [])

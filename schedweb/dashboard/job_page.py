@@ -16,6 +16,7 @@ from typing import Any
 from django.db.models import Count
 from django.urls import reverse
 
+from scheduler_core.framework.registry import plugin_classes
 from schedweb.core.choices import (
     ALLOCATED_TASK_STATUSES,
     TERMINAL_JOB_PHASES,
@@ -85,8 +86,12 @@ def _limit_figure() -> str:
     """The figure a queue's room is measured against under the active configuration."""
     from schedweb.scheduling.cycle import active_conf
 
+    # Each queue plugin declares its figure (Plugin.limit_figure); the real capability, where one
+    # measures against it, is the tighter of the two.
     conf = active_conf()[1]
-    return "real_capability" if conf.plugin("capacity") is not None else "deserved"
+    figures = {getattr(plugin_classes().get(opt.name), "limit_figure", "") for tier in conf.tiers
+               for opt in tier.plugins}
+    return "real_capability" if "real_capability" in figures else "deserved"
 
 
 def _placements(job: Job) -> list[dict[str, Any]]:

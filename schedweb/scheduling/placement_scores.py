@@ -19,21 +19,14 @@ from typing import Any
 from django.conf import settings
 from django.db.models import Max, Q
 
+from scheduler_core.framework.registry import plugin_class
 from scheduler_core.model import ClusterSnapshot, TaskStatus
 from scheduler_core.result import SessionResult
 from schedweb.scheduling.adapter import LoadedState
 from schedweb.scheduling.models import CycleRun, TaskPlacementScores
 from schedweb.scheduling.writes import PlacementRow
 
-# What each node-order plugin rewards, in a few words (the job page's hints).
-PLUGIN_HINTS: dict[str, str] = {
-    "binpack": "fuller nodes: the share of the node's cpu and memory (and weighted scalars) used once "
-               "the task lands",
-    "nodeorder": "emptier nodes (leastrequested), even cpu/memory use (balancedresource), preferred node "
-                 "labels (nodeaffinity), no untolerated PreferNoSchedule taints (tainttoleration), "
-                 "spread over topology domains (podtopologyspread)",
-    "usage": "nodes whose measured cpu and memory usage is low",
-}
+# A plugin that declares no score_hint (Plugin.score_hint) rewards:
 OTHER_HINT = "nodes by its own rule"
 
 
@@ -153,5 +146,5 @@ def unrecorded_note(job: Any) -> str:
 
 
 def plugin_hint(name: str) -> str:
-    """What the plugin `name` rewards (PLUGIN_HINTS), for the job page."""
-    return PLUGIN_HINTS.get(name, OTHER_HINT)
+    """What the plugin `name` rewards (its declared score_hint), for the job page."""
+    return getattr(plugin_class(name), "score_hint", "") or OTHER_HINT

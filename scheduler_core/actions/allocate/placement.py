@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from scheduler_core.actions.allocate.window import WindowView, best_in_window
-from scheduler_core.explain.reasons import FitErrors
+from scheduler_core.framework.records import FitErrors
 from scheduler_core.resources import MIN_RESOURCE
 
 if TYPE_CHECKING:

@@ -33,7 +33,7 @@ from scheduler_core.actions.allocate.placement import ChangeLog, ClassState, has
 from scheduler_core.framework.signature import class_key_fn, session_has_inter_pod_terms, signed_fields
 
 if TYPE_CHECKING:
-    from scheduler_core.explain.reasons import FitErrors
+    from scheduler_core.framework.records import FitErrors
     from scheduler_core.framework.session import Session
     from scheduler_core.model import TaskInfo
 

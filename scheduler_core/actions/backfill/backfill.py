@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING
 
 from scheduler_core.actions.util.common import active_jobs
 from scheduler_core.actions.util.ordering import PriorityQueue, job_queue, sorted_tasks
-from scheduler_core.explain.reasons import FitErrors
 from scheduler_core.framework.interface import Action
 from scheduler_core.framework.isolation import guard
+from scheduler_core.framework.records import FitErrors
 from scheduler_core.framework.registry import register_action
 
 if TYPE_CHECKING:

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from scheduler_core.explain.reason_figures import refusal
-from scheduler_core.explain.reasons import ReasonCode
+from scheduler_core.framework.records import ReasonCode, refusal
 from scheduler_core.model import JobPhase, QueueState
 from scheduler_core.plugins.util.queue_attr import format_dim
 

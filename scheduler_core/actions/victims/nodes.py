@@ -13,17 +13,27 @@ node whose evictions did not get the preemptor placed keeps none of them.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 from scheduler_core.plugins.util.node_static import pod_terms
 
 if TYPE_CHECKING:
+    from scheduler_core.framework.node_table import NodeTable
     from scheduler_core.framework.session import Session
     from scheduler_core.framework.statement import Statement
     from scheduler_core.model import TaskInfo
-    from scheduler_core.plugins.predicates.predicates import PredicatesPlugin
+
+
+class FixablePredicates(Protocol):
+    """What the predicates plugin answers preempt and reclaim (found by name in the session)."""
+
+    def unresolvable_failures(self, task: TaskInfo, table: NodeTable) -> list[tuple[str, np.ndarray]]:
+        """Failures eviction cannot fix, as (reason, failing-rows mask) pairs."""
+
+    def row_failure(self, task: TaskInfo, row: int, table: NodeTable) -> str | None:
+        """The first fixable failure of the row with the Releasing tasks gone, or None."""
 
 
 def _uses_pods(task: TaskInfo) -> bool:
@@ -39,7 +49,7 @@ class NodeCheck:
         self.fns = [pair for tier in ssn.enabled_fns("predicate") for pair in tier]
         plugin = ssn.plugins.get("predicates")
         enabled = any(name == "predicates" for name, _ in self.fns)
-        self.plugin: PredicatesPlugin | None = plugin if enabled else None  # type: ignore[assignment]
+        self.plugin: FixablePredicates | None = plugin if enabled else None  # type: ignore[assignment]
         self._cache: dict[tuple, np.ndarray] = {}
 
     def candidates(self, task: TaskInfo) -> np.ndarray:

@@ -52,6 +52,9 @@ def parse_weights(arguments: dict[str, Any]) -> tuple[int, dict[str, int]]:
 class BinpackPlugin(Plugin):
     """Scores nodes by how full the requested resources would be after placing the task."""
 
+    score_hint = ("fuller nodes: the share of the node's cpu and memory (and weighted scalars) used once "
+                  "the task lands")
+
     signature = Signature(("resreq",))  # the score reads the task's request only
 
     def __init__(self, arguments: dict | None = None) -> None:

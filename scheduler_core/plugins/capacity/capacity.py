@@ -20,29 +20,30 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from scheduler_core.explain.reason_figures import refusal as queue_refusal
 from scheduler_core.framework.interface import Event, EventHandler, Plugin, ValidateResult
+from scheduler_core.framework.records import refusal as queue_refusal
 from scheduler_core.framework.registry import register_plugin
 from scheduler_core.model import JobInfo, QueueInfo, QueueState, TaskInfo
 from scheduler_core.plugins.capacity import reclaim as capacity_reclaim
 from scheduler_core.plugins.capacity.tree import CapacityTree, build_flat, build_hierarchy, queue_level
-from scheduler_core.plugins.proportion.proportion import copies_within
 from scheduler_core.plugins.util.queue_attr import (
+    SHARE_FIELDS,
     QueueAttr,
     ReasonMemo,
     chain_entry,
+    copies_within,
     figures,
     over_dimensions,
     quantities,
     quota_message,
     update_share,
 )
+from scheduler_core.plugins.util.votes import ABSTAIN, PERMIT, REJECT
 from scheduler_core.resources import Resource
 
 if TYPE_CHECKING:
+    from scheduler_core.framework.conf import PluginOption
     from scheduler_core.framework.session import Session
-
-PERMIT, ABSTAIN, REJECT = 1, 0, -1
 
 
 def compare_share_with_deserved(lhs: QueueAttr, rhs: QueueAttr) -> int:
@@ -58,6 +59,29 @@ def compare_share_with_deserved(lhs: QueueAttr, rhs: QueueAttr) -> int:
 @register_plugin("capacity")
 class CapacityPlugin(Plugin):
     """Queue quotas from the spec: deserved, capability, guarantee; optionally a queue tree."""
+
+    limit_figure = "real_capability"
+    explanation_form = "configured-deserved"
+
+    @classmethod
+    def check_arguments(cls, arguments: dict[str, Any]) -> list[str]:
+        """`ancestorReclaimLevel` must be a whole number >= 0 (capacity_reclaim.parse_level)."""
+        try:
+            capacity_reclaim.parse_level(arguments)
+        except ValueError as exc:
+            return [str(exc)]
+        return []
+
+    @classmethod
+    def ignored_queue_fields(cls, option: PluginOption, *, is_leaf: bool) -> dict[str, str] | None:
+        """Weight never counts (shares by deserved); without enableHierarchy a parent plays no part."""
+        weight = ("The active configuration uses the capacity plugin, which shares by deserved: weight has "
+                  "no effect.")
+        if option.enabled("enableHierarchy") or is_leaf:
+            return {"weight": weight}
+        why = ("The active configuration uses the capacity plugin without enableHierarchy, which treats "
+               "queues as flat: a parent queue's {field} has no effect.")
+        return {f: why.format(field=f) for f in SHARE_FIELDS}
 
     def __init__(self, arguments: dict[str, Any] | None = None) -> None:
         super().__init__(arguments)

@@ -132,7 +132,7 @@ class GangPlugin(Plugin):
     def on_session_close(self, ssn: Session) -> None:
         """For every job that is not ready: a GangUnschedulable reason (unless pipelined) and an
         Unschedulable condition (unless releasing); a ready job gets a Scheduled condition."""
-        from scheduler_core.explain.reasons import ReasonCode, gang_message
+        from scheduler_core.framework.records import ReasonCode, gang_message
 
         conditions = ssn.result.conditions
         scheduled = PodGroupCondition(SCHEDULED, GANG_READY, "", ssn.now)  # one value, shared

@@ -119,6 +119,10 @@ def taint_toleration_scores(counts: np.ndarray) -> np.ndarray:
 class NodeOrderPlugin(Plugin):
     """Weighted least/most requested, balanced resource, node affinity and taint scores."""
 
+    score_hint = ("emptier nodes (leastrequested), even cpu/memory use (balancedresource), preferred node "
+                  "labels (nodeaffinity), no untolerated PreferNoSchedule taints (tainttoleration), "
+                  "spread over topology domains (podtopologyspread)")
+
     # Task fields the scores read: the request, preferred (pod) affinity, tolerations (taints) and
     # spread constraints; labels, namespace and node selector (which nodes' pods count) only where
     # inter-pod terms are scored.

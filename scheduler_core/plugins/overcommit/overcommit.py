@@ -15,17 +15,17 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from scheduler_core.explain.reasons import ReasonCode, format_amount
 from scheduler_core.framework.interface import Plugin
+from scheduler_core.framework.records import ReasonCode, format_amount
 from scheduler_core.framework.registry import register_plugin
 from scheduler_core.model import ALLOCATED_STATUSES, JobPhase
+from scheduler_core.plugins.util.votes import PERMIT, REJECT
 from scheduler_core.resources import Resource, exceeded_part
 
 if TYPE_CHECKING:
     from scheduler_core.framework.session import Session
     from scheduler_core.model import JobInfo
 
-PERMIT, ABSTAIN, REJECT = 1, 0, -1
 DEFAULT_FACTOR = 1.2
 FACTOR_ARG = "overcommit-factor"
 

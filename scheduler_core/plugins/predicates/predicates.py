@@ -34,6 +34,14 @@ import numpy as np
 from scheduler_core.framework.interface import Event, EventHandler, Plugin
 from scheduler_core.framework.registry import register_plugin
 from scheduler_core.framework.signature import Signature
+from scheduler_core.plugins.predicates.messages import (
+    AFFINITY_MISMATCH,
+    EXISTING_ANTI_AFFINITY,
+    POD_AFFINITY,
+    POD_ANTI_AFFINITY,
+    TOO_MANY_PODS,
+    UNSCHEDULABLE,
+)
 from scheduler_core.plugins.predicates.rows import resolvable_row_failure
 from scheduler_core.plugins.util.node_static import (  # noqa: F401  (re-exported: plugins and tests import them here)
     FILTERED_EFFECTS,
@@ -52,14 +60,6 @@ if TYPE_CHECKING:
     from scheduler_core.framework.node_table import NodeTable
     from scheduler_core.framework.session import Session
     from scheduler_core.model import TaskInfo
-
-UNSCHEDULABLE = "node(s) were unschedulable"
-AFFINITY_MISMATCH = "node(s) didn't match Pod's node affinity/selector"
-TOO_MANY_PODS = "Too many pods"
-EXISTING_ANTI_AFFINITY = "node(s) didn't satisfy existing pods anti-affinity rules"
-POD_AFFINITY = "node(s) didn't match pod affinity rules"
-POD_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
-
 
 def arg_bool(arguments: dict[str, Any], key: str, default: bool) -> bool:
     """A boolean argument (YAML bool or a "true"/"false" string)."""

@@ -14,6 +14,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from scheduler_core.model import TaskStatus
+from scheduler_core.plugins.predicates.messages import (
+    EXISTING_ANTI_AFFINITY,
+    POD_ANTI_AFFINITY,
+    TOO_MANY_PODS,
+)
 from scheduler_core.plugins.util.node_static import NodeStatic, pod_terms, term_matches
 from scheduler_core.plugins.util.pod_index import PodIndex
 from scheduler_core.plugins.util.pod_spread import SPREAD_MISMATCH, index_of, spread_failures
@@ -85,12 +90,6 @@ def _own_anti(task: TaskInfo, row: int, pods: PodIndex) -> bool:
 def resolvable_row_failure(plugin: PredicatesPlugin, task: TaskInfo, row: int, table: NodeTable,
                            static: NodeStatic) -> str | None:
     """First fixable failure of the row (Releasing tasks gone), or None."""
-    from scheduler_core.plugins.predicates.predicates import (
-        EXISTING_ANTI_AFFINITY,
-        POD_ANTI_AFFINITY,
-        TOO_MANY_PODS,
-    )
-
     limit = int(table.max_pods[row])
     if limit > 0 and live_pod_count(table, row) >= limit:
         return TOO_MANY_PODS

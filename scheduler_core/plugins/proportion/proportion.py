@@ -19,16 +19,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from scheduler_core.explain.reason_figures import refusal
 from scheduler_core.framework.interface import Event, EventHandler, Plugin
+from scheduler_core.framework.records import refusal
 from scheduler_core.framework.registry import register_plugin
 from scheduler_core.model import JobInfo, QueueInfo, QueueState, TaskInfo
 from scheduler_core.plugins.proportion.deserved import DeservedRun, compute_deserved
 from scheduler_core.plugins.util.queue_attr import (
+    SHARE_FIELDS,
     QueueAttr,
     ReasonMemo,
     add_contribution,
     chain_entry,
+    copies_within,
     effective_capability,
     figures,
     job_contribution,
@@ -37,28 +39,30 @@ from scheduler_core.plugins.util.queue_attr import (
     quota_message,
     update_share,
 )
+from scheduler_core.plugins.util.votes import ABSTAIN, PERMIT, REJECT
 from scheduler_core.resources import Infinity, Resource, Zero, exceeded_part
 
 if TYPE_CHECKING:
+    from scheduler_core.framework.conf import PluginOption
     from scheduler_core.framework.session import Session
-
-PERMIT, ABSTAIN, REJECT = 1, 0, -1
-
-
-def copies_within(used: Resource, req: Resource, limit: Resource, k_max: int) -> int:
-    """The largest k <= k_max such that `used` plus j requests (added one by one, as the events
-    add them) leaves room for one more within `limit` (over_dimensions) for every j < k."""
-    acc = used.clone()
-    k = 0
-    while k < k_max and not over_dimensions(acc, req, limit):
-        acc.add(req)
-        k += 1
-    return k
 
 
 @register_plugin("proportion")
 class ProportionPlugin(Plugin):
     """Weighted fair share: deserved per queue, queue order by share, quota checks."""
+
+    limit_figure = "deserved"
+    explanation_form = "weight-rounds"
+
+    @classmethod
+    def ignored_queue_fields(cls, option: PluginOption, *, is_leaf: bool) -> dict[str, str] | None:
+        """Flat: a parent plays no part; a leaf's deserved is computed from the weights."""
+        if not is_leaf:
+            why = ("The active configuration uses the flat proportion plugin, which shares among the queues "
+                   "that hold jobs: a parent queue's {field} has no effect.")
+            return {f: why.format(field=f) for f in SHARE_FIELDS}
+        return {"deserved": ("The active configuration uses the proportion plugin, which computes deserved "
+                             "from the weights: the configured deserved has no effect.")}
 
     def __init__(self, arguments: dict[str, Any] | None = None) -> None:
         super().__init__(arguments)

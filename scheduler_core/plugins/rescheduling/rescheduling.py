@@ -34,8 +34,8 @@ from typing import TYPE_CHECKING, Any
 from scheduler_core.framework.interface import Plugin
 from scheduler_core.framework.registry import register_plugin
 from scheduler_core.model import OCCUPYING_STATUSES, TaskStatus
-from scheduler_core.plugins.sla.sla import parse_duration
-from scheduler_core.plugins.usage.usage import fresh_usage
+from scheduler_core.plugins.util.durations import parse_duration
+from scheduler_core.plugins.util.node_usage import fresh_usage
 
 if TYPE_CHECKING:
     from scheduler_core.framework.session import Session

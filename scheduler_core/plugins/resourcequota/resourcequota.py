@@ -15,16 +15,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from scheduler_core.explain.reasons import ReasonCode, format_amount
 from scheduler_core.framework.interface import Plugin
+from scheduler_core.framework.records import ReasonCode, format_amount
 from scheduler_core.framework.registry import register_plugin
+from scheduler_core.plugins.util.votes import PERMIT, REJECT
 from scheduler_core.resources import MIN_RESOURCE, Resource
 
 if TYPE_CHECKING:
     from scheduler_core.framework.session import Session
     from scheduler_core.model import JobInfo
-
-PERMIT, ABSTAIN, REJECT = 1, 0, -1
 
 
 def hard_names(quota: Resource) -> list[str]:

@@ -22,13 +22,13 @@ import numpy as np
 from scheduler_core.framework.interface import Plugin
 from scheduler_core.framework.registry import register_plugin
 from scheduler_core.framework.signature import Signature
+from scheduler_core.plugins.util.node_usage import fresh_usage
 
 if TYPE_CHECKING:
     from scheduler_core.framework.node_table import NodeTable
     from scheduler_core.framework.session import Session
-    from scheduler_core.model import NodeInfo, TaskInfo
+    from scheduler_core.model import TaskInfo
 
-METRICS_ACTIVE_SECONDS = 300.0
 MAX_NODE_SCORE = 100.0
 
 
@@ -42,16 +42,11 @@ def _number(arguments: dict[str, Any], key: str, default: float) -> float:
         return default
 
 
-def fresh_usage(node: NodeInfo, now: float) -> dict[str, float] | None:
-    """The node's usage percentages when reported within METRICS_ACTIVE_SECONDS, else None."""
-    if node.usage is None or node.usage_time is None or now - node.usage_time > METRICS_ACTIVE_SECONDS:
-        return None
-    return node.usage
-
-
 @register_plugin("usage")
 class UsagePlugin(Plugin):
     """Usage thresholds as a predicate, free share as a score."""
+
+    score_hint = "nodes whose measured cpu and memory usage is low"
 
     signature = Signature()  # the same answer for every task: node metrics only
 

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from scheduler_core.framework.session import Session
 
 try:  # reasons.py may land later; underneath, the codes are plain strings.
-    from scheduler_core.explain.reasons import ReasonCode as _ReasonCode
+    from scheduler_core.framework.records import ReasonCode as _ReasonCode
 
     def reason_code(name: str) -> Any:
         """The ReasonCode member named `name`."""
@@ -156,6 +156,17 @@ def over_dimensions(used: Resource, req: Resource, limit: Resource) -> list[str]
 
 # -- messages and dashboard details -------------------------------------------------------------
 
+def copies_within(used: Resource, req: Resource, limit: Resource, k_max: int) -> int:
+    """The largest k <= k_max such that `used` plus j requests (added one by one, as the events
+    add them) leaves room for one more within `limit` (over_dimensions) for every j < k."""
+    acc = used.clone()
+    k = 0
+    while k < k_max and not over_dimensions(acc, req, limit):
+        acc.add(req)
+        k += 1
+    return k
+
+
 _BINARY = (("Ti", 2 ** 40), ("Gi", 2 ** 30), ("Mi", 2 ** 20), ("Ki", 2 ** 10))
 
 
@@ -250,3 +261,7 @@ class ReasonMemo:
             return
         self._seen.add(key)
         self.ssn.record_reason(job_uid, reason_code(code), message, self.plugin, details)
+
+
+# The queue fields a queue plugin shares by (what `ignored_queue_fields` names).
+SHARE_FIELDS = ("weight", "capability", "guarantee", "deserved")

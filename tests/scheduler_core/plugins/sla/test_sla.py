@@ -7,7 +7,7 @@ import functools
 import pytest
 
 from scheduler_core.framework.session import open_session
-from scheduler_core.plugins.sla.sla import parse_duration
+from scheduler_core.plugins.util.durations import parse_duration
 from tests.scheduler_core.builders import conf, job, node, run, snapshot, task
 
 NOW = 1_000_000.0
