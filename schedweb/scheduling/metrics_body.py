@@ -1,9 +1,10 @@
-"""/metrics served from a body rendered once per cycle: a scrape costs one query, whatever the load.
+"""/metrics served from a body rendered once per cycle: a scrape costs one query (or none), whatever the load.
 
 After each cycle's transaction ends (committed, skipped or failed: `cycle_finished`), the
 cycle's process renders the whole exposition (SchedulerCollector's seven queries) and stores
-it in the one MetricsBody row, in the database every web process and the scheduler share
-(SQLite in the demo, PostgreSQL otherwise; no cache backend needed). A scrape reads that row and
+it where every web process and the scheduler see it: the one MetricsBody row of the database
+(PostgreSQL: no cache backend needed), or with SQLite a file beside the database
+(metrics_body_file: the scrape then opens no database connection). A scrape reads that and
 appends the one figure that moves between cycles by itself, the last cycle's age, computed at
 the scrape. So the counters and histograms are exactly the totals at the end of the newest
 cycle, and the gauges are as the newest cycle left the tables.
@@ -13,9 +14,9 @@ cycle, and the gauges are as the newest cycle left the tables.
   (Prometheus would read a counter reset).
 - Outside a cycle: a total written between cycles (a failed simulated agent step) renders the
   body again in its writer's transaction (cycle_metrics.record_agent_failure).
-- Stale body: when the row is older than STALE_PERIODS periods (the scheduler stopped, or
-  prerendering is off: METRICS_PRERENDER), or missing, the scrape renders live, as before,
-  and stores nothing (a web process never writes on a scrape: no lock to wait for).
+- Stale body: when the row is older than STALE_PERIODS periods (the scheduler stopped), or
+  missing, or METRICS_PRERENDER is off, the scrape renders live, as before, and stores nothing
+  (a web process never writes on a scrape: no lock to wait for).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from django.db.models import Q
 from django.utils import timezone
 from prometheus_client.core import GaugeMetricFamily
 
+from schedweb.scheduling import metrics_body_file
 from schedweb.scheduling.metrics import LAST_CYCLE_AGE, LAST_CYCLE_AGE_HELP, collect_families
 from schedweb.scheduling.metrics_text import exposition
 from schedweb.scheduling.models import CycleRun, MetricsBody
@@ -62,6 +64,8 @@ def refresh() -> bool:
     newest = CycleRun.objects.order_by("-id").values_list("id", flat=True).first() or 0
     rendered = timezone.now()
     body, last_success = render()
+    if (where := metrics_body_file.path()) is not None:
+        return metrics_body_file.store(where, newest, rendered, last_success, body)
     fields = {"cycle_id": newest, "rendered": rendered, "last_success": last_success, "body": body}
     older = Q(cycle_id__lt=newest) | Q(cycle_id=newest, rendered__lt=rendered)
     if MetricsBody.objects.filter(older, pk=ROW).update(**fields):
@@ -78,10 +82,20 @@ def age_text(last_success: datetime | None, now: datetime) -> str:
     return exposition([family]).decode("utf-8")
 
 
+def _stored() -> tuple[datetime, datetime | None, str] | None:
+    """(rendered, last success, body) of the stored render: the file's when there is one (no
+    database connection), else the row's (one query)."""
+    if (where := metrics_body_file.path()) is not None:
+        found = metrics_body_file.load(where)
+        return found[1:] if found is not None else None
+    return MetricsBody.objects.filter(pk=ROW).values_list("rendered", "last_success", "body").first()
+
+
 def scrape() -> bytes:
-    """The body of GET /metrics: the stored render when it is fresh (one query), else a live one."""
+    """The body of GET /metrics: the stored render when it is fresh (one query), else (or with
+    METRICS_PRERENDER off in this process) a live one."""
     now = timezone.now()
-    row = MetricsBody.objects.filter(pk=ROW).values_list("rendered", "last_success", "body").first()
+    row = _stored() if enabled() else None
     if row is not None and (now - row[0]).total_seconds() <= stale_after():
         body, last_success = row[2], row[1]
     else:

@@ -86,10 +86,15 @@ def test_a_stale_or_missing_body_is_rendered_live_and_not_stored(client, cluster
     assert stored[OK] == 1.0  # the web side writes nothing
     MetricsBody.objects.all().delete()
     assert scrape(client)[OK] == 41.0
-    settings.METRICS_PRERENDER = False
+    cycle_run()
+    assert scrape(client)[OK] == 42.0
+    settings.METRICS_PRERENDER = False  # off: cycles render nothing, scrapes render live
+    MetricTotal.objects.filter(name="schedweb_cycles", labels='{"outcome":"ok"}').update(value=50.0)
+    assert scrape(client)[OK] == 50.0
+    MetricsBody.objects.all().delete()
     cycle_run()
     assert not MetricsBody.objects.exists()
-    assert scrape(client)[OK] == 42.0
+    assert scrape(client)[OK] == 51.0
 
 
 def test_a_failed_render_leaves_the_cycle_alone(cluster, monkeypatch, caplog):
