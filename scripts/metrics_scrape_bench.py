@@ -6,7 +6,7 @@ For the SQLite demo (a temporary directory) and, with --postgres (or BENCH_DATAB
 PostgreSQL database (dropped and created again: give one of your own), it sets the demo up as
 scripts/prometheus_soak.py does (a day of history: 43,200 cycle rows), starts `run_scheduler`
 and two `runserver`s on the same database: "new" serves the body each cycle prerenders, "old"
-runs with METRICS_PRERENDER=0 and renders every scrape live (the previous release's path). The
+runs with the METRICS_PRERENDER setting off and renders every scrape live (the previous release's path). The
 rounds alternate old and new (which goes first alternates too), 0.5 s apart, with the
 scheduler cycling meanwhile; it prints each side's median, p99 and max in milliseconds and the
 ratio of medians. Timings are ratios within one run: the machine's load moves both alike.
@@ -57,7 +57,11 @@ def summary(values: list[float]) -> dict[str, float]:
 def bench(database_url: str, rounds: int, ports: tuple[int, int], workdir: Path) -> dict:
     env = soak.demo_env(database_url)
     soak.prepare(env)
-    old_env = {**env, "METRICS_PRERENDER": "0"}
+    # The old side: a settings module of its own with prerendering off (a Django setting).
+    (workdir / "bench_live_settings.py").write_text(
+        "from schedweb.settings import *  # noqa: F403\nMETRICS_PRERENDER = False\n")
+    old_env = {**env, "DJANGO_SETTINGS_MODULE": "bench_live_settings",
+               "PYTHONPATH": os.pathsep.join(filter(None, [str(workdir), env.get("PYTHONPATH")]))}
     logs = open(workdir / "bench.log", "ab")  # noqa: SIM115
     procs = [subprocess.Popen([*soak.MANAGE, "run_scheduler"], env=env, cwd=soak.ROOT, stdout=logs,
                               stderr=subprocess.STDOUT)]

@@ -1,9 +1,10 @@
-"""/metrics served from the body each cycle renders (metrics_body), and the stage figures the cycle
-adds (open session, scheduling stages, evictions)."""
+"""/metrics served from the body each cycle renders (metrics_body: the MetricsBody row, or a file
+beside a SQLite database), and the stage figures the cycle adds (open session, stages, evictions)."""
 
 from __future__ import annotations
 
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from django.db import connection
@@ -11,7 +12,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
-from schedweb.scheduling import cycle_metrics, metric_totals, metrics_body
+from schedweb.scheduling import cycle_metrics, metric_totals, metrics_body, metrics_body_file
 from schedweb.scheduling.cycle import cycle_run
 from schedweb.scheduling.metrics_text import exposition
 from schedweb.scheduling.models import CycleRun, MetricsBody, MetricTotal
@@ -147,3 +148,38 @@ def test_age_text_is_the_collectors_family():
     assert metrics_body.age_text(None, now) == exposition([]).decode() + (
         "# HELP schedweb_last_cycle_age_seconds Seconds since the last successful cycle started\n"
         "# TYPE schedweb_last_cycle_age_seconds gauge\n")
+
+
+def test_beside_sqlite_the_body_is_a_file_a_scrape_reads_without_a_query(client, cluster, settings, tmp_path):
+    where = tmp_path / "db.sqlite3-metrics"
+    settings.METRICS_BODY_FILE = str(where)
+    cycle_run()
+    assert where.exists() and not MetricsBody.objects.exists()
+    with CaptureQueriesContext(connection) as queries:
+        got = scrape(client)
+    assert len(queries.captured_queries) == 0
+    assert got[OK] == 1.0 and got[AGE] >= 0.0
+    cycle_id, rendered, _, body = metrics_body_file.load(where)
+    assert cycle_id == CycleRun.objects.get().id
+    # Newer only, between processes too.
+    assert not metrics_body_file.store(where, cycle_id, rendered, None, "older")
+    assert not metrics_body_file.store(where, cycle_id - 1, rendered + timedelta(seconds=1), None, "older")
+    assert metrics_body_file.store(where, cycle_id + 1, rendered, None, "# newer\n")
+    assert metrics_body_file.load(where)[3] == "# newer\n"
+    # Unreadable or stale: rendered live.
+    where.write_text("not a header\n")
+    assert metrics_body_file.load(where) is None
+    assert scrape(client)[OK] == 1.0
+
+
+def test_the_file_is_the_default_only_for_a_file_backed_sqlite_database(settings):
+    from django.db import connections
+
+    db = connections["default"].settings_dict
+    settings.METRICS_BODY_FILE = ""
+    assert metrics_body_file.path() is None
+    del settings.METRICS_BODY_FILE
+    if db["ENGINE"].endswith("sqlite3") and db["NAME"] not in ("", ":memory:"):
+        assert metrics_body_file.path() == Path(str(db["NAME"]) + "-metrics")
+    else:
+        assert metrics_body_file.path() is None
