@@ -102,10 +102,11 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--rounds must be at least 1")
     workdir = Path(tempfile.mkdtemp(prefix="schedweb-scrape-bench-"))
     results = {"sqlite": bench(f"sqlite:///{workdir / 'schedweb.sqlite3'}", args.rounds, args.ports, workdir)}
+    print("sqlite", json.dumps(results["sqlite"]), flush=True)
     if args.postgres:
         recreate_postgres(args.postgres)
         results["postgresql"] = bench(args.postgres, args.rounds, args.ports, workdir)
-    print(json.dumps(results, indent=2))
+        print("postgresql", json.dumps(results["postgresql"]), flush=True)
     return 0
 
 

@@ -52,14 +52,15 @@ now = timezone.now()
 timing = json.dumps({"screen_s": 0.001, "action_enqueue_s": 0.002, "action_allocate_s": 0.03,
                      "action_backfill_s": 0.001, "plugin_drf_open_s": 0.001, "session_s": 0.04})
 table = CycleRun._meta.db_table
-rows = [(connection.ops.adapt_datetimefield_value(now - timedelta(seconds=2 * (43200 - i))), timing)
-        for i in range(43200)]
+rows = [(connection.ops.adapt_datetimefield_value(now - timedelta(seconds=2 * (43200 - i))), False, timing,
+         False, False) for i in range(43200)]
 with connection.cursor() as cursor:
     cursor.executemany(
         f"INSERT INTO {table} (started, skipped, load_seconds, schedule_seconds, write_seconds, "
         "duration_seconds, binds, pipelined, evictions, pending_jobs, conflicts, errors, warnings, "
         "rescheduling_ran, job_errors, agent_error, timing, pending_tasks, scores_recorded) "
-        "VALUES (%s, 0, 0.1, 0.2, 0.1, 0.4, 3, 0, 0, 2, 0, '', '[]', 0, 0, '', %s, 0, 0)", rows)
+        "VALUES (%s, %s, 0.1, 0.2, 0.1, 0.4, 3, 0, 0, 2, 0, '', '[]', %s, 0, '', %s, 0, %s)",
+        [(at, skipped, ran, timing, scores) for at, skipped, timing, ran, scores in rows])
 user = get_user_model().objects.create_superuser(username="soak", email="", password=None)
 print("TOKEN", token_create(user=user, name="soak")[1])
 """
