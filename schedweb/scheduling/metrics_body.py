@@ -105,9 +105,17 @@ def scrape() -> bytes:
 
 def after_cycle(**_: object) -> None:
     """cycle_finished receiver (and after a total moved outside a cycle): prerender the body for
-    the scrapes until the next cycle. Inside a caller's transaction, in a savepoint of its own."""
+    the scrapes until the next cycle. Inside a caller's transaction: the row in a savepoint of
+    its own, the file once the transaction has committed (a file cannot roll back with it)."""
     if not enabled():
         return
+    if connection.in_atomic_block and metrics_body_file.path() is not None:
+        transaction.on_commit(_refresh_logged)
+    else:
+        _refresh_logged()
+
+
+def _refresh_logged() -> None:
     try:
         if connection.in_atomic_block:
             with transaction.atomic():

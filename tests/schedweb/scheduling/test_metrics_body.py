@@ -150,10 +150,12 @@ def test_age_text_is_the_collectors_family():
         "# TYPE schedweb_last_cycle_age_seconds gauge\n")
 
 
-def test_beside_sqlite_the_body_is_a_file_a_scrape_reads_without_a_query(client, cluster, settings, tmp_path):
+def test_beside_sqlite_the_body_is_a_file_a_scrape_reads_without_a_query(client, cluster, settings, tmp_path,
+                                                                         django_capture_on_commit_callbacks):
     where = tmp_path / "db.sqlite3-metrics"
     settings.METRICS_BODY_FILE = str(where)
-    cycle_run()
+    with django_capture_on_commit_callbacks(execute=True):  # the test's transaction stands for none
+        cycle_run()
     assert where.exists() and not MetricsBody.objects.exists()
     with CaptureQueriesContext(connection) as queries:
         got = scrape(client)
@@ -183,3 +185,14 @@ def test_the_file_is_the_default_only_for_a_file_backed_sqlite_database(settings
         assert metrics_body_file.path() == Path(str(db["NAME"]) + "-metrics")
     else:
         assert metrics_body_file.path() is None
+
+
+def test_a_file_is_written_only_once_its_writers_transaction_committed(cluster, settings, tmp_path,
+                                                                        django_capture_on_commit_callbacks):
+    where = tmp_path / "db.sqlite3-metrics"
+    settings.METRICS_BODY_FILE = str(where)
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        cycle_metrics.record_agent_failure()
+        assert not where.exists()  # a rollback now would leave no counter the file had shown
+    assert len(callbacks) == 1 and where.exists()
+    assert "schedweb_agent_failures_total 1.0" in metrics_body_file.load(where)[3].splitlines()
