@@ -27,9 +27,15 @@ services:
 
 # pytest exits 5 when it collects no tests; make treats any non-zero exit as a failure.
 # Deterministic: property tests derandomized, schemathesis on a fixed seed (tests/conftest.py).
+# Two parts: everything on TEST_WORKERS pytest-xdist workers (each its own test database and Redis
+# database: tests/xdist_env.py), then, alone, the tests that stop a shared service (`exclusive`).
+# TEST_WORKERS=0 runs the first part in one process.
+TEST_WORKERS ?= 2
+TEST_ENV = DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) HYPOTHESIS_PROFILE=deterministic
 test: services venv lint
-	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) HYPOTHESIS_PROFILE=deterministic \
-		$(PY) -m pytest $(PYTEST_ARGS)
+	$(TEST_ENV) $(PY) -m pytest -p tests.xdist_env -n $(TEST_WORKERS) --dist loadfile \
+		-m "not soak and not exclusive" $(PYTEST_ARGS)
+	$(TEST_ENV) $(PY) -m pytest -m "exclusive and not soak" $(PYTEST_ARGS)
 
 lint: venv
 	.venv/bin/ruff check .
@@ -49,6 +55,7 @@ bench: services venv
 	BENCH_DATABASE_URL=$(BENCH_DATABASE_URL) $(PY) -m schedweb.bench.forecast_bench
 
 # Soak (minutes, not part of `make test`): the soak-marked fault/load tests of tests/reliability
+# and the scheduler tests on bench-sized (M) clusters
 # (kill -9 of the worker, PostgreSQL restarts, a Redis outage, two beats, 64 clients), then, at
 # random (HYPOTHESIS_PROFILE=soak), every property test with 5x its examples and schemathesis
 # over the whole API with a bigger budget and a new seed. Each writes its counts to var/soak/;
@@ -59,7 +66,7 @@ SOAK_ENV = DATABASE_URL=$(SOAK_DATABASE_URL) REDIS_URL=redis://127.0.0.1:6379/12
 soak: services venv
 	@rm -rf var/soak && mkdir -p var/soak && date +%s > var/soak/started
 	@status=0; \
-	$(SOAK_ENV) $(PY) -m pytest tests/reliability -m soak -p no:cacheprovider $(PYTEST_ARGS) || status=1; \
+	$(SOAK_ENV) $(PY) -m pytest tests/reliability tests/scheduler_core -m soak -p no:cacheprovider $(PYTEST_ARGS) || status=1; \
 	$(SOAK_ENV) SOAK_REPORT_NAME=properties $(PY) -m pytest -q -p no:cacheprovider -m "hypothesis and not soak" \
 		-p tests.reliability.soak_plugin tests/scheduler_core tests/schedweb \
 		--deselect tests/schedweb/security/test_schemathesis.py::test_no_operation_answers_5xx \

@@ -134,9 +134,13 @@ def _pod_parts(task) -> tuple[dict, dict]:
         annotations[DURATION_ANNOTATION] = str(int(task.duration) if float(task.duration).is_integer()
                                                else task.duration)
     where = f"tasks[{task.name}]"
-    decode_columns(task, TASK_JSON_FIELDS, where)
-    for field in TASK_JSON_FIELDS:
-        _checked(getattr(task, field, None), f"{where}.{field}")
+    # The values live in the task's shared TaskSpec: decoded and checked once per spec.
+    holder = task.spec if getattr(task, "spec_id", None) is not None else task
+    if not getattr(holder, "_export_checked", False):
+        decode_columns(holder, TASK_JSON_FIELDS, where)
+        for field in TASK_JSON_FIELDS:
+            _checked(getattr(holder, field, None), f"{where}.{field}")
+        holder._export_checked = True
     meta: dict[str, Any] = {}
     if task.labels:
         meta["labels"] = dict(task.labels)

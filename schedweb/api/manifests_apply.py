@@ -216,7 +216,7 @@ class _Apply:
     def _update_job(self, doc: JobDoc, valid: dict, existing: Job) -> None:
         queue_name = self._queue_name(doc, valid)
         desired_job, desired_tasks = self._desired_job(doc, valid)
-        current_tasks = sorted(existing.tasks.all(), key=lambda t: t.id)
+        current_tasks = sorted(existing.tasks.prefetch_related("spec"), key=lambda t: t.id)
         rel = self._diff(doc, existing, current_tasks, desired_job, desired_tasks)
         if not rel:
             self.record(doc.kind, "jobs", doc.uid, doc.path, "unchanged")

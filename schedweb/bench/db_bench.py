@@ -41,10 +41,13 @@ from typing import Any
 
 from scheduler_core.bench.generator import SCENARIOS, build_world
 from scheduler_core.bench.report import check_targets, machine, print_table, write_json
-from scheduler_core.bench.session_bench import pct, sample_profile, selected_cases
+from scheduler_core.bench.session_bench import NO_LIMIT, pct, sample_profile, selected_cases
 from schedweb.bench.dbdata import bench_url, churn, ensure_database, load_spec, start_bound
 
 DEFAULT_CYCLES = {"fill": 3, "contention": 1, "steady": 30, "backlog": 10}
+# A scenario ending in NO_LIMIT ("/no-limit") runs its base scenario with this top-level option
+# in its configuration: the feasible-node search scans every node (Volcano's defaults otherwise).
+UNLIMITED = {"percentage-nodes-to-find": 100}
 CHURN = 0.01  # steady: share of the running tasks that finish (and as many arrive) per cycle
 
 
@@ -93,6 +96,20 @@ class WriteCounter:
             self.rows += len(changes)
             return fn(changes, *args)
         return counted
+
+
+def case_spec(size: str, scenario: str, seed: int) -> tuple[Any, dict[str, Any]]:
+    """The generated world of a case and the spec to load; `.../no-limit` switches the
+    feasible-node search limit off in the scenario's configuration (or schedweb's default)."""
+    world = build_world(size, scenario.removesuffix(NO_LIMIT), seed)
+    if not scenario.endswith(NO_LIMIT):
+        return world, world.spec
+    import yaml
+
+    from schedweb.scheduling.default_conf import SCHEDWEB_DEFAULT_CONF_YAML
+
+    config = world.spec.get("config") or yaml.safe_load(SCHEDWEB_DEFAULT_CONF_YAML)
+    return world, {**world.spec, "config": {**config, **UNLIMITED}}
 
 
 def reset(conn: Any, spec: dict[str, Any]) -> None:
@@ -175,9 +192,10 @@ def run_case(size: str, scenario: str, seed: int = 1, cycles: int | None = None,
 
     from schedweb.scheduling.cycle import cycle_run
 
-    cycles = cycles or DEFAULT_CYCLES[scenario]
-    world = build_world(size, scenario, seed)
-    fresh = scenario in ("fill", "contention")
+    base = scenario.removesuffix(NO_LIMIT)
+    cycles = cycles or DEFAULT_CYCLES[base]
+    world, spec = case_spec(size, scenario, seed)
+    fresh = base in ("fill", "contention")
     from django.conf import settings
 
     from schedweb.scheduling import incremental
@@ -185,13 +203,13 @@ def run_case(size: str, scenario: str, seed: int = 1, cycles: int | None = None,
     runs, written, walls, applied, cpus = [], [], [], [], []
     full_before = 0
     with psycopg.connect(bench_url()) as conn, WriteCounter() as counter:
-        reset(conn, world.spec)
+        reset(conn, spec)
         for cycle in range(cycles + (0 if fresh else 1)):
             if fresh and cycle > 0:
-                reset(conn, build_world(size, scenario, seed).spec)
+                reset(conn, case_spec(size, scenario, seed)[1])
             elif not fresh and cycle > 0:
                 start_bound(conn)
-                if scenario == "steady":
+                if base == "steady":
                     churn(conn, world, rate)
             counter.rows = 0
             if cycle == (0 if fresh else 1):
@@ -233,6 +251,7 @@ def run_case(size: str, scenario: str, seed: int = 1, cycles: int | None = None,
         # The cycle process's own CPU (the database's work is another process's): what other
         # processes on a shared machine change least.
         "cpu_ms_p50": round(pct(cpus, 50) * 1e3, 1), "cpu_ms_p99": round(pct(cpus, 99) * 1e3, 1),
+        "write_cpu_ms_p50": round(pct([(r.timing or {}).get("write_cpu_s", 0.0) for r in runs], 50) * 1e3, 1),
         "p99_per_period": round(pct(walls, 99) / period, 3),
         "full_loads": incremental.full_loads - full_before,
         "task_rows_applied": round(sum(applied) / len(applied), 1),
@@ -272,7 +291,7 @@ COLUMNS = [("size", "size"), ("scenario", "scenario"), ("tasks", "tasks"), ("cyc
            ("placed/cycle", "placed_per_cycle"), ("load p50", "load_ms_p50"),
            ("schedule p50", "schedule_ms_p50"), ("write p50", "write_ms_p50"),
            ("cycle p50", "cycle_ms_p50"), ("cycle p99", "cycle_ms_p99"), ("p99/period", "p99_per_period"),
-           ("CPU p50", "cpu_ms_p50"), ("CPU p99", "cpu_ms_p99"),
+           ("CPU p50", "cpu_ms_p50"), ("CPU p99", "cpu_ms_p99"), ("write CPU p50", "write_cpu_ms_p50"),
            ("full loads", "full_loads"), ("task rows read", "task_rows_applied"),
            ("placements/s", "placements_per_s"), ("raw SELECT", "raw_select_ms"),
            ("raw COPY", "raw_copy_ms"), ("raw UPDATE", "raw_update_ms"),
@@ -302,6 +321,27 @@ def split(busy: dict[str, Any], quiet: dict[str, Any]) -> dict[str, Any]:
             "cpu_ratio": round(cpu / cpu_q, 2) if cpu_q else None}
 
 
+def limit_lines(rows: list[dict[str, Any]], compared: list[tuple[str, str]]) -> str:
+    """One line per compared case: the cycle with Volcano's feasible-node search limit against
+    every node (schedule p50, cycle p50/p99, CPU p50, placements per cycle); printed and returned."""
+    by_case = {(r["size"], r["scenario"]): r for r in rows}
+    lines = []
+    for size, scenario in compared:
+        on, off = by_case[(size, scenario)], by_case[(size, scenario + NO_LIMIT)]
+
+        def ratio(key: str, on: dict[str, Any] = on, off: dict[str, Any] = off) -> str:
+            return f"{on[key]} vs {off[key]} ({on[key] / off[key]:.2f}x)" if off[key] else f"{on[key]} vs 0"
+
+        lines.append(f"- {size} {scenario}: schedule p50 {ratio('schedule_ms_p50')} ms; cycle p50 "
+                     f"{ratio('cycle_ms_p50')}, p99 {ratio('cycle_ms_p99')} ms; "
+                     f"CPU p50 {ratio('cpu_ms_p50')} ms; "
+                     f"placed/cycle {on['placed_per_cycle']} vs {off['placed_per_cycle']}")
+    text = "\n".join(lines)
+    if text:
+        print("\nFeasible-node search limit on PostgreSQL (Volcano's defaults vs every node):\n" + text)
+    return "\nFeasible-node search limit (Volcano's defaults vs every node):\n" + text + "\n" if text else ""
+
+
 def _run_isolated(size: str, scenario: str, args: argparse.Namespace, rate: float) -> dict[str, Any] | None:
     out = subprocess.run([sys.executable, "-m", "schedweb.bench.db_bench", "--case", f"{size}:{scenario}",
                           "--seed", str(args.seed), "--cycles", str(args.cycles), "--churn", str(rate)],
@@ -325,6 +365,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="steady: share of the running tasks replaced per cycle")
     p.add_argument("--split", action="store_true",
                    help="run each steady case again at a tenth of the churn: what scales with the change")
+    p.add_argument("--compare-limit", default="", metavar="SIZE:SCENARIO,...",
+                   help="also run these cases without the feasible-node search limit (e.g. L:fill,L:steady)")
     p.add_argument("--case", help=argparse.SUPPRESS)
     p.add_argument("--profile", metavar="SIZE:SCENARIO", help="profile one cycle of the case instead")
     args = p.parse_args(argv)
@@ -338,13 +380,16 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(run_case(size, scenario, args.seed, args.cycles or None, args.churn)))
         return 0
     rows, splits = [], []
-    for size, scenario in selected_cases(p, args.sizes, args.scenarios, args.extra):
+    compared = selected_cases(p, "", "", args.compare_limit)
+    cases = selected_cases(p, args.sizes, args.scenarios, args.extra)
+    cases += [c for c in compared if c not in cases] + [(size, sc + NO_LIMIT) for size, sc in compared]
+    for size, scenario in cases:
         row = _run_isolated(size, scenario, args, args.churn)
         if row is None:
             return 1
         rows.append(row)
         print(f"  done {size}:{scenario} cycle p99 {rows[-1]['cycle_ms_p99']} ms", file=sys.stderr)
-        if args.split and scenario == "steady":
+        if args.split and scenario == "steady":  # not for a no-limit run
             quiet = _run_isolated(size, scenario, args, args.churn / 10)
             if quiet is None:
                 return 1
@@ -353,7 +398,8 @@ def main(argv: list[str] | None = None) -> int:
     if splits:
         table += print_table("Steady cycle CPU: with the cluster (nothing changed) and with the change "
                              "(ms; the same case at a tenth of the churn)", SPLIT_COLUMNS, splits)
-    table += check_targets("db", rows)
+    table += limit_lines(rows, compared)
+    table += check_targets("db", [r for r in rows if not r["scenario"].endswith(NO_LIMIT)])
     if args.json:
         print(f"JSON: {write_json(Path(args.json), 'db', {'machine': machine(), 'cases': rows}, table)}")
     return 0

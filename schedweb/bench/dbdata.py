@@ -16,8 +16,10 @@ from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 
+from schedweb.core.task_spec_values import SPEC_FIELDS, DigestMemo
+
 DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/schedweb_bench"
-CORE_TABLES = ("core_task", "core_job", "core_node", "core_queue", "core_priorityclass")
+CORE_TABLES = ("core_task", "core_taskspec", "core_job", "core_node", "core_queue", "core_priorityclass")
 
 
 def bench_url() -> str:
@@ -108,9 +110,9 @@ def copy_jobs(cur: psycopg.Cursor, jobs: list[dict[str, Any]], queues: dict[str,
                           j.get("phase", "Pending"), True, t, t, "", "", "{}", "", "{}"))
             job_id += 1
     job_id = first_job
-    with cur.copy("COPY core_task (id, job_id, name, role, request, status, node_id, node_selector, "
-                  "tolerations, preemption_policy, preemptable, labels, topology_spread_constraints, "
-                  "created, updated) FROM STDIN") as cp:
+    spec_of = copy_specs(cur, [task for j in jobs for task in j["tasks"]])
+    with cur.copy("COPY core_task (id, job_id, name, role, request, status, node_id, spec_id, "
+                  "preemption_policy, preemptable, created, updated) FROM STDIN") as cp:
         for j in jobs:
             t = _ts(j["created"])
             req = _j(stored(j["tasks"][0]["request"])) if j["tasks"] else "{}"
@@ -118,12 +120,31 @@ def copy_jobs(cur: psycopg.Cursor, jobs: list[dict[str, Any]], queues: dict[str,
                 node = task.get("node")
                 cp.write_row((task_id, job_id, task["name"], task.get("role", ""), req,
                               task.get("status", "Pending"), nodes[node] if node else None,
-                              _j(task.get("node_selector", {})), _j(task.get("tolerations", [])),
-                              "PreemptLowerPriority", True, _j(task.get("labels", {})),
-                              _j(task.get("topology_spread_constraints", [])), t, t))
+                              spec_of(task), "PreemptLowerPriority", True, t, t))
                 task_id += 1
             job_id += 1
     return {"core_job": job_id - first_job, "core_task": task_id - first_task}
+
+
+def copy_specs(cur: psycopg.Cursor, tasks: list[dict[str, Any]]) -> Any:
+    """COPY the pod specs of `tasks` not stored yet (core_taskspec, one row per distinct spec, as
+    the submit path stores them); returns task dict -> its spec id."""
+    digest_of = DigestMemo()
+    known = dict(cur.execute("SELECT digest, id FROM core_taskspec").fetchall())
+    next_id = max(known.values(), default=0) + 1
+    new: list[tuple[int, str, dict[str, Any]]] = []
+    for task in tasks:
+        digest, values = digest_of(task)
+        if digest not in known:
+            known[digest] = next_id
+            new.append((next_id, digest, values))
+            next_id += 1
+    with cur.copy(f"COPY core_taskspec (id, digest, {', '.join(SPEC_FIELDS)}) FROM STDIN") as cp:
+        for pk, digest, values in new:
+            cp.write_row((pk, digest, *(None if values[f] is None else _j(values[f]) for f in SPEC_FIELDS)))
+    if new:
+        cur.execute("SELECT setval(pg_get_serial_sequence('core_taskspec', 'id'), %s, false)", (next_id,))
+    return lambda task: known[digest_of(task)[0]]
 
 
 def start_bound(conn: psycopg.Connection) -> int:

@@ -52,6 +52,7 @@ from schedweb.bench.api_bench import (
 from schedweb.bench.db_bench import reset, setup_django
 from schedweb.bench.dbdata import bench_url
 from schedweb.bench.submit_profile import TASKS_PER_JOB, job_body, leaf_queues, submitter_token
+from schedweb.core.task_spec_values import spec_digest, spec_values
 
 TARGETS = {"single_jobs_per_s_16": 300, "single_p99_ms_16": 100, "batch_1000_s": 2.0,
            "batch_floor_ratio": 5.0}
@@ -230,13 +231,24 @@ def raw_floor(queues: dict[str, int], jobs: int, repeat: int) -> float:
                     ids.append(cur.fetchone()[0])
                     if not cur.nextset():
                         break
-                task_rows = [(jid, f"{name}-{i}", json.dumps({"app": "sweep", "job": name}))
-                             for jid, (name, _) in zip(ids, rows, strict=True) for i in range(TASKS_PER_JOB)]
+                # One pod spec per job (its labels name it), stored once as the submit path does.
+                specs = [spec_values({"labels": {"app": "sweep", "job": name}}) for name, _ in rows]
+                spec_ids = []
+                for spec in specs:
+                    cur.execute("INSERT INTO core_taskspec (digest, node_selector, tolerations, affinity, "
+                                "topology_spread_constraints, labels) "
+                                "VALUES (%s, '{}', '[]', NULL, '[]', %s) "
+                                "ON CONFLICT (digest) DO UPDATE SET digest = EXCLUDED.digest RETURNING id",
+                                (spec_digest(spec), json.dumps(spec["labels"])))
+                    spec_ids.append(cur.fetchone()[0])
+                task_rows = [(jid, f"{name}-{i}", sid)
+                             for jid, sid, (name, _) in zip(ids, spec_ids, rows, strict=True)
+                             for i in range(TASKS_PER_JOB)]
                 cur.executemany(
-                    "INSERT INTO core_task (job_id, name, role, request, status, node_selector, tolerations, "
-                    "topology_spread_constraints, preemption_policy, preemptable, labels, created, updated) "
-                    "VALUES (%s, %s, 'worker', '{\"cpu\": 2000.0, \"memory\": 4294967296.0}', 'Pending', "
-                    "'{}', '[]', '[]', 'PreemptLowerPriority', true, %s, now(), now())", task_rows)
+                    "INSERT INTO core_task (job_id, name, role, request, status, spec_id, preemption_policy, "
+                    "preemptable, created, updated) VALUES (%s, %s, 'worker', "
+                    "'{\"cpu\": 2000.0, \"memory\": 4294967296.0}', 'Pending', %s, 'PreemptLowerPriority', "
+                    "true, now(), now())", task_rows)
             conn.commit()
             best = min(best, time.perf_counter() - t)
             # Django's CASCADE is the ORM's: the tasks go first, their jobs locked before them.

@@ -16,6 +16,7 @@ import json
 from typing import Any
 
 from django.db import transaction
+from django.db.models import F
 
 from schedweb.audit.models import AuditAction, AuditObjectType
 from schedweb.audit.services import record as audit_record
@@ -36,6 +37,8 @@ from schedweb.core.models import (
     Task,
     TaskStatus,
 )
+from schedweb.core.task_spec_values import SPEC_FIELDS
+from schedweb.core.task_specs import prune_task_specs
 from schedweb.core.validation import check_object, check_seconds, fail, parse_resources
 
 UNSTARTED_PHASES = (JobPhase.PENDING, JobPhase.INQUEUE)
@@ -55,7 +58,7 @@ def job_started(job: Job) -> bool:
 def _snapshot(job: Job) -> dict[str, Any]:
     """The audited fields, tasks by role, and a digest of the task specs and passthrough (so a
     changed template shows as a change without copying it into the log)."""
-    tasks = list(job.tasks.order_by("name").values(*_TASK_SPEC))
+    tasks = list(job.tasks.order_by("name").values(*_TASK_OWN, **{f: F(f"spec__{f}") for f in SPEC_FIELDS}))
     roles: dict[str, int] = {}
     for task in tasks:
         roles[task["role"]] = roles.get(task["role"], 0) + 1
@@ -67,8 +70,8 @@ def _snapshot(job: Job) -> dict[str, Any]:
             "spec_digest": hashlib.sha256(spec.encode()).hexdigest()[:16]}
 
 
-_TASK_SPEC = ("name", "role", "request", "priority", "preemption_policy", "preemptable", "labels",
-              "node_selector", "tolerations", "affinity", "topology_spread_constraints", "duration")
+# A task's own audited columns; its pod spec fields (SPEC_FIELDS) come from its TaskSpec.
+_TASK_OWN = ("name", "role", "request", "priority", "preemption_policy", "preemptable", "duration")
 
 
 def _leaf_open_queue(queue: Any) -> Queue:
@@ -133,8 +136,10 @@ def job_update(*, job: Job, queue: Any = _UNSET, tasks: list[dict[str, Any]] | N
         job.passthrough = check_object(passthrough, "passthrough")
     job.save()
     if checked is not None:
+        old_specs = list(job.tasks.values_list("spec_id", flat=True).distinct())
         job.tasks.all().delete()
         Task.objects.bulk_create(Task(job=job, **fields) for fields in checked)
+        prune_task_specs(old_specs)  # the replaced template's specs, unless still in use
     audit_record(action=AuditAction.UPDATE, object_type=AuditObjectType.JOB, object_key=job.uid,
                  before=before, after=_snapshot(job), actor=actor, queue_id=job.queue_id,
                  parent_queue_id=job.queue.parent_id)

@@ -35,6 +35,7 @@ from schedweb.core.models import (
     Task,
     TaskStatus,
 )
+from schedweb.core.task_specs import prune_task_specs
 from schedweb.core.validation import (
     check_choice,
     check_text,
@@ -248,7 +249,9 @@ def job_delete(*, job: Job, actor: Any = None) -> None:
     audit_record(action=AuditAction.DELETE, object_type=AuditObjectType.JOB, object_key=job.uid,
                  before=before, after=None, actor=actor, queue_id=job.queue_id,
                  parent_queue_id=job.queue.parent_id)
+    specs = list(job.tasks.values_list("spec_id", flat=True).distinct())
     job.delete()
+    prune_task_specs(specs)  # its templates' specs, unless another job's tasks share them
 
 
 @transaction.atomic

@@ -32,6 +32,7 @@ from schedweb.core.models import (
     Task,
 )
 from schedweb.core.queue_locks import lock_queues, raise_if_split
+from schedweb.core.task_specs import attach_spec_ids, task_objects
 from schedweb.core.validation import fail
 
 
@@ -277,16 +278,6 @@ def build_jobs(drafts: list[JobDraft]) -> list[Job]:
     return out
 
 
-def task_objects(job: Job, rows: list[dict[str, Any]]) -> list[Task]:
-    """Task objects of inserted task rows (as insert_drafts returns them), job attached."""
-    out = []
-    for row in rows:
-        task = Task(job=job, **row)
-        task._state.adding, task._state.db = False, connection.alias
-        out.append(task)
-    return out
-
-
 def _insert_sql() -> str:
     qn = connection.ops.quote_name
 
@@ -362,6 +353,7 @@ def _insert(drafts: list[JobDraft]) -> list[tuple[Job, list[dict[str, Any]]]]:
     jobs = build_jobs(drafts)
     now = jobs[0].created
     rows = [[{**t, "created": now, "updated": now} for t in d.tasks] for d in drafts]
+    attach_spec_ids([r for task_rows in rows for r in task_rows])
     if connection.vendor != "postgresql":
         with transaction.atomic():
             for job, task_rows in zip(jobs, rows, strict=True):

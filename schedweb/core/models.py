@@ -9,6 +9,7 @@ from django.contrib.auth.models import Group
 from django.db import models
 
 from scheduler_core import model as scheduler_model
+from schedweb.core.task_spec_values import SPEC_DEFAULTS, SPEC_FIELDS
 
 
 class QueueState(models.TextChoices):
@@ -187,8 +188,64 @@ class Job(models.Model):
         return f"{self.namespace}/{self.name}"
 
 
+class TaskSpec(models.Model):
+    """A pod spec shared by the tasks that have it (every replica of a template): stored once per
+    distinct content, found by `digest` (task_spec_values.spec_digest). Never changed in place:
+    a task whose spec changes points at another row."""
+
+    digest = models.CharField(max_length=64, unique=True)
+    node_selector = models.JSONField(default=dict, blank=True)
+    tolerations = models.JSONField(default=list, blank=True)
+    affinity = models.JSONField(null=True, blank=True)
+    topology_spread_constraints = models.JSONField(default=list, blank=True)
+    labels = models.JSONField(default=dict, blank=True)
+
+    def __str__(self) -> str:
+        return self.digest[:12]
+
+    def values(self) -> dict[str, object]:
+        """The spec fields as a dict (task_spec_values.SPEC_FIELDS)."""
+        return {name: getattr(self, name) for name in SPEC_FIELDS}
+
+
+class TaskQuerySet(models.QuerySet):
+    """Task queries; bulk_create first stores the specs of tasks given spec fields (or none)."""
+
+    def bulk_create(self, objs, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN201 - Django's
+        objs = list(objs)
+        pending = [t for t in objs if t._spec_values is not None or t.spec_id is None]
+        if pending:
+            from schedweb.core.task_specs import attach_specs  # task_specs imports this module
+
+            attach_specs(pending)
+        return super().bulk_create(objs, *args, **kwargs)
+
+
+def _spec_property(name: str) -> property:
+    def get(self: Task) -> object:
+        if self._spec_values is not None:
+            return self._spec_values[name]
+        if self.spec_id is None:
+            return SPEC_DEFAULTS[name]
+        return getattr(self.spec, name)
+
+    def set_(self: Task, value: object) -> None:
+        values = self._spec_values
+        if values is None:
+            values = (self.spec.values() if self.spec_id is not None else dict(SPEC_DEFAULTS))
+        self._spec_values = {**values, name: SPEC_DEFAULTS[name] if value is None else value}
+
+    return property(get, set_, doc=f"The task's `{name}` (stored in its TaskSpec).")
+
+
 class Task(models.Model):
-    """A pod of a job. Its name is unique within the job's namespace (key "namespace/name")."""
+    """A pod of a job. Its name is unique within the job's namespace (key "namespace/name").
+
+    Its pod spec (node_selector, tolerations, affinity, topology_spread_constraints, labels) lives
+    in a shared TaskSpec; the attributes of those names read it, and setting them (or passing them
+    to the constructor) makes save() / bulk_create() point the task at the matching TaskSpec.
+    Readers of many tasks prefetch_related("spec"): one read per distinct spec, shared objects.
+    """
 
     # No index of its own: the unique (job, name) index below serves every lookup by job, and each
     # index is one more entry to write for every task the cycle changes.
@@ -200,19 +257,28 @@ class Task(models.Model):
     # PROTECT: a node with running tasks must not vanish under them (node_delete refuses).
     node = models.ForeignKey(Node, null=True, blank=True, on_delete=models.PROTECT, related_name="tasks")
     priority = models.IntegerField(null=True, blank=True)
-    node_selector = models.JSONField(default=dict, blank=True)
-    tolerations = models.JSONField(default=list, blank=True)
-    affinity = models.JSONField(null=True, blank=True)
-    topology_spread_constraints = models.JSONField(default=list, blank=True)
+    # PROTECT: a spec goes only when no task has it (task_specs.prune_task_specs). Not indexed:
+    # every task row the cycle changes would write one more entry; only pruning (a job deleted)
+    # looks tasks up by spec, one scan per pruning.
+    spec = models.ForeignKey(TaskSpec, on_delete=models.PROTECT, related_name="tasks", db_index=False)
     preemption_policy = models.CharField(max_length=24, choices=PreemptionPolicy.choices,
                                          default=PreemptionPolicy.PREEMPT_LOWER_PRIORITY)
     preemptable = models.BooleanField(default=True)
-    labels = models.JSONField(default=dict, blank=True)
     duration = models.FloatField(null=True, blank=True)
     started = models.DateTimeField(null=True, blank=True)
     finished = models.DateTimeField(null=True, blank=True)
     created = models.DateTimeField(auto_now_add=True)
     updated = models.DateTimeField(auto_now=True)
+
+    objects = TaskQuerySet.as_manager()
+
+    # Spec values set on this object and not saved yet (None: the stored spec is current).
+    _spec_values: dict[str, object] | None = None
+    node_selector = _spec_property("node_selector")
+    tolerations = _spec_property("tolerations")
+    affinity = _spec_property("affinity")
+    topology_spread_constraints = _spec_property("topology_spread_constraints")
+    labels = _spec_property("labels")
 
     class Meta:
         ordering = ["job_id", "name"]
@@ -221,6 +287,17 @@ class Task(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def save(self, *args, **kwargs) -> None:  # noqa: ANN002, ANN003 - Django's signature
+        """Save, first pointing the task at the TaskSpec of spec values set on it."""
+        if self._spec_values is not None or self.spec_id is None:  # no spec given: the default one
+            from schedweb.core.task_specs import attach_specs  # task_specs imports this module
+
+            attach_specs([self])
+            fields = kwargs.get("update_fields")
+            if fields is not None:
+                kwargs["update_fields"] = {*(f for f in fields if f not in SPEC_FIELDS), "spec"}
+        super().save(*args, **kwargs)
 
 
 class NamespaceQuota(models.Model):

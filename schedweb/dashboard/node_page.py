@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.core.paginator import Page, Paginator
-from django.db.models import Count
+from django.db.models import Count, F
 
 from scheduler_core.plugins.util.node_static import FILTERED_EFFECTS, taint_reason, tolerates
 from schedweb.core.choices import NODE_BOUND_TASK_STATUSES, WAITING_JOB_PHASES, WAITING_TASK_STATUSES
@@ -69,7 +69,8 @@ def waiting_failures(node: Node, figures: NodeFigures) -> dict[str, Any]:
     """{"checked": jobs checked, "fit": jobs with a task shape that fits now, "reasons": [(reason,
     jobs)], most frequent first}: each job counted once per reason."""
     shapes = (Task.objects.filter(job__phase__in=WAITING_JOB_PHASES, status__in=WAITING_TASK_STATUSES)
-              .values("job_id", "request", "node_selector", "tolerations", "job__created")
+              .values("job_id", "request", "job__created", node_selector=F("spec__node_selector"),
+                      tolerations=F("spec__tolerations"))
               .order_by("job__created", "job_id").distinct())
     reasons: Counter[str] = Counter()
     jobs: dict[int, set[str]] = {}

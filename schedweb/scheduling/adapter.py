@@ -31,7 +31,7 @@ from scheduler_core.model import (
 from scheduler_core.model import TaskStatus as CoreStatus
 from scheduler_core.resources import Resource
 from schedweb.core.models import UNSCHEDULED_JOB_PHASES
-from schedweb.scheduling.snapshot_sql import HOLDING_STATUSES, fetch_all
+from schedweb.scheduling.snapshot_sql import HOLDING_STATUSES, fetch_all, fetch_specs
 
 __all__ = ["HOLDING_STATUSES", "Decoder", "JobRow", "LoadedState", "figures_json", "load_state", "memo_json",
            "task_key"]
@@ -166,14 +166,30 @@ class Decoder:
     """Rows of jobs and tasks -> JobInfo / TaskInfo, sharing decoded JSON between equal texts.
 
     Kept between cycles by the incremental loader: decoded specs are read-only and shared by
-    every task with the same texts (a job's tasks repeat theirs).
+    every task with the same request text and pod spec (core.TaskSpec rows never change, so a
+    spec decoded once stays valid; `prefetch` reads the ones not decoded yet).
     """
 
     def __init__(self) -> None:
         self.js = memo_json()
         self._min: dict[str, Resource] = {}
-        # (request, selector, tolerations, affinity, spread, labels) texts -> decoded.
+        # TaskSpec id -> (selector, tolerations, affinity, spread, labels), decoded.
+        self._pod_specs: dict[int, tuple[dict, list, Any, list, dict]] = {}
+        # (request text, TaskSpec id) -> (request, *pod spec).
         self._specs: dict[tuple, tuple[Resource, dict, list, Any, list, dict]] = {}
+
+    def prefetch(self, rows: Iterable[Any]) -> int:
+        """Read, in one statement, the pod specs of task `rows` not decoded yet; returns the
+        statements run (0 or 1)."""
+        known = self._pod_specs
+        missing = sorted({r.spec_id for r in rows if r.spec_id not in known})
+        if not missing:
+            return 0
+        js = self.js
+        for r in fetch_specs(missing):
+            known[r.id] = (js(r.node_selector) or {}, js(r.tolerations) or [], js(r.affinity),
+                           js(r.topology_spread_constraints) or [], js(r.labels) or {})
+        return 1
 
     def job(self, r: Any, queue: str, pc: PriorityClassInfo | None) -> tuple[JobInfo, JobRow]:
         """The JobInfo (no tasks) and the JobRow of a job row in queue `queue`."""
@@ -203,13 +219,14 @@ class Decoder:
             status, nominated, node = CoreStatus.PENDING, node, None
         elif status not in OCCUPYING_STATUSES:
             node = None
-        key = (r.request, r.node_selector, r.tolerations, r.affinity, r.topology_spread_constraints, r.labels)
+        key = (r.request, r.spec_id)
         spec = self._specs.get(key)
         if spec is None:
-            js = self.js
-            spec = self._specs[key] = (Resource.from_canonical(js(r.request) or {}),
-                                       js(r.node_selector) or {}, js(r.tolerations) or [], js(r.affinity),
-                                       js(r.topology_spread_constraints) or [], js(r.labels) or {})
+            pod = self._pod_specs.get(r.spec_id)
+            if pod is None:  # a caller that did not prefetch its rows: this one's spec alone
+                self.prefetch((r,))
+                pod = self._pod_specs[r.spec_id]
+            spec = self._specs[key] = (Resource.from_canonical(self.js(r.request) or {}), *pod)
         return TaskInfo(
             uid=f"{job.uid}/{r.name}", name=r.name, namespace=job.namespace, job_uid=job.uid,
             resreq=spec[0].clone(), status=status, node_name=node, role=r.role,
@@ -226,16 +243,18 @@ def task_holds_unknown_node(r: Any, node: str | None) -> bool:
 
 
 def load_state(now: datetime, decoder: Decoder | None = None) -> LoadedState:
-    """Read the cluster in six queries and build the snapshot for a session at `now`."""
+    """Read the cluster in six queries (seven when tasks refer to specs not decoded yet) and build
+    the snapshot for a session at `now`."""
     rows = fetch_all(["priority_classes", "queues", "nodes", "quotas", "jobs", "tasks"])
     dec = decoder or Decoder()
+    spec_queries = dec.prefetch(rows["tasks"])
     pcs = priority_classes_of(rows["priority_classes"])
     queues, queue_names = queues_of(rows["queues"])
     nodes = [node_of(r) for r in rows["nodes"]]
     node_names = {r.id: r.name for r in rows["nodes"]}
     quotas = {r.namespace: r.hard for r in rows["quotas"]}
-    state = LoadedState(snapshot=ClusterSnapshot(), queries=6, queue_names=queue_names,
-                        priority_classes=pcs, quotas=quotas)
+    state = LoadedState(snapshot=ClusterSnapshot(), queries=6 + spec_queries,
+                        queue_names=queue_names, priority_classes=pcs, quotas=quotas)
     state.node_ids = {name: pk for pk, name in node_names.items()}
 
     jobs_by_id: dict[int, JobInfo] = {}

@@ -152,7 +152,7 @@ def _run_locked(started: datetime, t0: float) -> CycleRun:
         _, result = run_session_isolated(build, conf, node_scan=NODE_SCAN)
     state = loaded[-1]
     incremental.settle(state, result)  # what the session changed in memory only goes back
-    t2 = time.perf_counter()
+    t2, c2 = time.perf_counter(), time.process_time()
     t1 = t0 + load_time[0]
     report_job_errors(result)
     task_changes, task_jobs = _task_changes(state, result)
@@ -178,8 +178,10 @@ def _run_locked(started: datetime, t0: float) -> CycleRun:
     writes.insert_samples(complete_samples(_samples(run, result, started), state.snapshot.queues), previous)
     t3 = time.perf_counter()
     run.write_seconds, run.duration_seconds = t3 - t2, t3 - t0
+    # The write phase's own CPU (job changes, JSON, sending): the database's work is not in it.
+    run.timing = {**run.timing, "write_cpu_s": time.process_time() - c2}
     CycleRun.objects.filter(pk=run.pk).update(write_seconds=run.write_seconds,
-                                              duration_seconds=run.duration_seconds)
+                                              duration_seconds=run.duration_seconds, timing=run.timing)
     cycle_metrics.record_cycle(run, *cycle_metrics.waits(state, result, applied, started))
     if run.pk % PRUNE_EVERY == 0:
         prune_history(started)
@@ -187,7 +189,7 @@ def _run_locked(started: datetime, t0: float) -> CycleRun:
 
 
 _reported: dict[str, str] = {}  # job uid -> the error last logged for it (this process)
-# Reason object -> (code, message, details, normalised details or None, their JSON text or None).
+# Reason object -> [code, message, details, their JSON text or None].
 _reason_json: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
@@ -260,20 +262,7 @@ def _job_changes(state: LoadedState, result: SessionResult, now: datetime,
     """Phases and current reasons of changed jobs: (changes, ids whose reason code changed,
     ids still waiting for the same reason code)."""
     changes: list[writes.JobChange] = []
-    # Through JSON: compares equal to what the database gives back next cycle. Memoised by the
-    # text: jobs of a queue often wait for the same details (the decoded values are read-only).
-    normalised: dict[str, dict] = {}
-
-    def normal_json(value: dict) -> tuple[dict, str]:
-        # The text too: the writers send it as it is (one dumps per job and cycle, not three).
-        if not value:
-            return {}, "{}"
-        text = json.dumps(value, sort_keys=True, default=str)
-        out = normalised.get(text)
-        if out is None:
-            out = normalised[text] = json.loads(text)
-        return out, text
-
+    parts: dict[int, tuple[object, str]] = {}  # details_text's memo for this cycle's renderings
     code_changed: set[int] = set()
     same_code: list[int] = []
     for uid, row in state.jobs.items():
@@ -288,24 +277,27 @@ def _job_changes(state: LoadedState, result: SessionResult, now: datetime,
         if reason is None:
             code, message, details = "", "", {}
         else:
-            # One JSON text per Reason object: jobs of one shape share one (scheduler_core's
-            # reason_memo), and an unchanged job keeps last cycle's, whose normalised details
-            # are the very object its row holds (incremental.own_jobs): `is`, no comparison.
+            # One entry per Reason object: jobs of one shape share one (scheduler_core's
+            # reason_memo), and a job whose reason was not rendered again keeps last cycle's,
+            # whose details are the very object its row holds (incremental.own_jobs): `is`, no
+            # comparison, no JSON. The details are kept as rendered, not round-tripped through
+            # JSON: they are JSON values (a tuple would compare unequal to the list a full
+            # load reads back, costing one rewrite of the same text, never a wrong row).
             seen = _reason_json.get(reason) if hasattr(reason, "__weakref__") else None
             if seen is None:
                 data = reason.to_json() if hasattr(reason, "to_json") else dict(reason)
-                raw = data.get("details") or {}
-                seen = (str(data["code"]), data["message"], raw, None, None)
-            code, message, details = seen[0], seen[1], seen[3] if seen[3] is not None else seen[2]
+                seen = [str(data["code"]), data["message"], data.get("details") or {}, None]
+                if hasattr(reason, "__weakref__"):
+                    _reason_json[reason] = seen
+            code, message, details = seen[0], seen[1], seen[2]
             if details is row.reason_details or details == row.reason_details:
                 details = row.reason_details
-            elif seen[3] is not None:
-                text = seen[4]
+            elif details:
+                if seen[3] is None:  # the writers send it as it is
+                    seen[3] = details_text(details, parts)
+                text = seen[3]
             else:
-                details, text = normal_json(details)
-                seen = (code, message, seen[2], details, text)
-            if hasattr(reason, "__weakref__"):
-                _reason_json[reason] = seen
+                text = "{}"
         if code == row.reason_code:
             if code:
                 same_code.append(row.id)
@@ -317,6 +309,27 @@ def _job_changes(state: LoadedState, result: SessionResult, now: datetime,
             code_changed.add(row.id)
         changes.append(writes.JobChange(row.id, row.phase, phase, code, message, details, since, text))
     return changes, code_changed, same_code
+
+
+def details_text(details: dict, memo: dict[int, tuple[object, str]]) -> str:
+    """`json.dumps(details, sort_keys=True, default=str)`, the same text, with each top-level
+    list or dict value dumped once per object: reasons of one queue share their `queue_chain`
+    (scheduler_core.reason_figures hands out one read-only list per queue and limit), the bulk
+    of the text. `memo` keeps the objects it has seen (their ids stay theirs while it lives)."""
+    if not all(isinstance(key, str) for key in details):
+        return json.dumps(details, sort_keys=True, default=str)
+    out = []
+    for key in sorted(details):
+        value = details[key]
+        if isinstance(value, list | dict):
+            hit = memo.get(id(value))
+            if hit is None or hit[0] is not value:
+                hit = memo[id(value)] = (value, json.dumps(value, sort_keys=True, default=str))
+            text = hit[1]
+        else:
+            text = json.dumps(value, default=str)
+        out.append(f"{json.dumps(key)}: {text}")
+    return "{" + ", ".join(out) + "}"
 
 
 def _write_jobs(changes: list[writes.JobChange], code_changed: set[int], same_code: list[int],

@@ -280,6 +280,7 @@ class Applier:
             rows += [r for r in extra if r.id not in seen]
             rebuild |= rows_jobs
         rows += more
+        state.queries += self.dec.prefetch(rows)  # the new specs, in one statement
         kept: dict[int, set[str]] = {pk: set() for pk in rebuild}
         for r in rows:
             uid = self._apply_task(r)

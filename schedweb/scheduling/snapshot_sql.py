@@ -111,11 +111,9 @@ JOBS = RowSpec("jobs", "core_job", (
 TASKS = RowSpec("tasks", "core_task t INNER JOIN core_job j ON t.job_id = j.id", (
     ("id", "t.id", PLAIN), ("name", "t.name", PLAIN), ("job_id", "t.job_id", PLAIN),
     ("role", "t.role", PLAIN), ("request", "t.request", JSON), ("status", "t.status", PLAIN),
-    ("node_id", "t.node_id", PLAIN), ("priority", "t.priority", PLAIN),
-    ("node_selector", "t.node_selector", JSON), ("tolerations", "t.tolerations", JSON),
-    ("affinity", "t.affinity", JSON), ("topology_spread_constraints", "t.topology_spread_constraints", JSON),
+    ("node_id", "t.node_id", PLAIN), ("priority", "t.priority", PLAIN), ("spec_id", "t.spec_id", PLAIN),
     ("preemption_policy", "t.preemption_policy", PLAIN), ("preemptable", "t.preemptable", PLAIN),
-    ("labels", "t.labels", JSON), ("duration", "t.duration", PLAIN), ("created", "t.created", EPOCH),
+    ("duration", "t.duration", PLAIN), ("created", "t.created", EPOCH),
     ("started", "t.started", EPOCH), ("updated", "t.updated", TEXT)),
     where=f"(j.phase IN {_ACTIVE} AND t.status <> 'Failed') OR t.status IN {_HOLDING}",
     order="t.job_id, t.name", keys={"id": "t.id", "job": "t.job_id"},
@@ -123,9 +121,16 @@ TASKS = RowSpec("tasks", "core_task t INNER JOIN core_job j ON t.job_id = j.id",
     restricted=("core_task t", f"(t.status <> 'Failed' AND (SELECT j.phase FROM core_job j "
                                f"WHERE j.id = t.job_id) IN {_ACTIVE}) OR t.status IN {_HOLDING}"))
 
-SPECS = {spec.name: spec for spec in (PRIORITY_CLASSES, QUEUES, NODES, QUOTAS, JOBS, TASKS)}
+# The pod specs tasks refer to (immutable rows, core.TaskSpec): read by id, only those the loader
+# has not decoded yet, so a template's spec crosses the wire once however many replicas have it.
+TASK_SPECS = RowSpec("task_specs", "core_taskspec", (
+    ("id", "id", PLAIN), ("node_selector", "node_selector", JSON), ("tolerations", "tolerations", JSON),
+    ("affinity", "affinity", JSON), ("topology_spread_constraints", "topology_spread_constraints", JSON),
+    ("labels", "labels", JSON)), keys={"id": "id"})
+
+SPECS = {spec.name: spec for spec in (PRIORITY_CLASSES, QUEUES, NODES, QUOTAS, JOBS, TASKS, TASK_SPECS)}
 PriorityClassRow, QueueRow, NodeRow, QuotaRow = (PRIORITY_CLASSES.row, QUEUES.row, NODES.row, QUOTAS.row)
-JobRowTuple, TaskRow = JOBS.row, TASKS.row
+JobRowTuple, TaskRow, TaskSpecRow = JOBS.row, TASKS.row, TASK_SPECS.row
 
 _CACHE: dict[tuple[str, bool, str | None], str] = {}
 
@@ -162,3 +167,19 @@ def fetch_by(name: str, by: str, keys: Sequence[int]) -> list[Any]:
     with connection.cursor() as cursor:
         cursor.execute(statement(name, by), [list(keys)])
         return list(map(SPECS[name].row._make, cursor.fetchall()))
+
+
+def fetch_specs(ids: Sequence[int]) -> list[Any]:
+    """The TaskSpec rows of `ids` (any vendor: PostgreSQL one array parameter, others IN lists)."""
+    if not ids:
+        return []
+    if connection.vendor == "postgresql":
+        return fetch_by("task_specs", "id", ids)
+    out: list[Any] = []
+    base = statement("task_specs")
+    with connection.cursor() as cursor:
+        for start in range(0, len(ids), 500):
+            chunk = list(ids[start:start + 500])
+            cursor.execute(f"{base} WHERE id IN ({', '.join(['%s'] * len(chunk))})", chunk)
+            out += map(TASK_SPECS.row._make, cursor.fetchall())
+    return out

@@ -96,13 +96,19 @@ TASK_CHANGES = ("sched_task_changes", "id bigint, old_status text, old_updated t
                 "new_status text, node_id bigint, set_node boolean")
 JOB_CHANGES = ("sched_job_changes", "id bigint, old_phase text, phase text, code text, message text, "
                "details jsonb, since timestamptz")
+# The COPY path sends each distinct details document once (jobs of one shape in one queue wait
+# for the same reason): the job rows carry the document's number `k`, PostgreSQL parses each
+# document once and the UPDATE joins it in.
+JOB_ROWS = ("sched_job_rows", "id bigint, old_phase text, phase text, code text, message text, "
+            "k integer, since timestamptz")
+JOB_DETAILS = ("sched_job_details", "k integer, details jsonb")
 
 
-def _change_source(cursor: Any, table: tuple[str, str], rows: list[tuple],
-                   min_copy: int | None = None) -> tuple[str, list[list]]:
-    """The FROM item `v` of a change set and its parameters (PostgreSQL): `unnest(...)` of one array
-    per column for fewer than `min_copy` rows (default COPY_MIN_ROWS), else a temp table `table`
-    (name, "col type, ...") filled by COPY.
+def _change_source(cursor: Any, table: tuple[str, str], rows: list[tuple], min_copy: int | None = None,
+                   alias: str = "v") -> tuple[str, list[list]]:
+    """The FROM item `alias` of a change set and its parameters (PostgreSQL): `unnest(...)` of one
+    array per column for fewer than `min_copy` rows (default COPY_MIN_ROWS), else a temp table
+    `table` (name, "col type, ...") filled by COPY.
 
     The temp table gets no ANALYZE (catalog writes every cycle): the planner sizes it by its pages.
     """
@@ -111,13 +117,13 @@ def _change_source(cursor: Any, table: tuple[str, str], rows: list[tuple],
     if len(rows) < (COPY_MIN_ROWS if min_copy is None else min_copy):
         arrays = [list(col) for col in zip(*rows, strict=True)]
         casts = ", ".join(f"%s::{kind}[]" for _, kind in pairs)
-        return f"unnest({casts}) AS v({', '.join(n for n, _ in pairs)})", arrays
+        return f"unnest({casts}) AS {alias}({', '.join(n for n, _ in pairs)})", arrays
     cursor.execute(f"CREATE TEMP TABLE IF NOT EXISTS {name} ({columns}) ON COMMIT DELETE ROWS")
     cursor.execute(f"DELETE FROM {name}")  # empty at the start of a cycle; not when a test calls twice
     with cursor.copy(f"COPY {name} FROM STDIN") as copy:
         for row in rows:
             copy.write_row(row)
-    return f"{name} AS v", []
+    return f"{name} AS {alias}", []
 
 
 def update_tasks(changes: Sequence[TaskChange], now: datetime) -> set[int]:
@@ -192,14 +198,23 @@ def update_jobs(changes: Sequence[JobChange], now: datetime) -> set[int]:
             "phase": c.phase, "reason_code": c.code, "reason_message": c.message, "reason_details": c.details,
             "reason_since": c.since}, now)
     job_t = Job._meta.db_table
+    sets = ("phase = v.phase, reason_code = v.code, reason_message = v.message, reason_details = {}, "
+            "reason_since = v.since, updated = %s")
     with connection.cursor() as cursor:
-        rows = [(c.id, c.old_phase, c.phase, c.code, c.message, c.details_json(), c.since) for c in changes]
-        source = _change_source(cursor, JOB_CHANGES, rows, JSON_COPY_MIN_ROWS)
-        cursor.execute(
-            f"UPDATE {job_t} AS j SET phase = v.phase, reason_code = v.code, reason_message = v.message, "
-            f"reason_details = v.details, reason_since = v.since, updated = %s "
-            f"FROM {source[0]} WHERE j.id = v.id AND j.phase = v.old_phase RETURNING j.id",
-            [now, *source[1]])
+        if len(changes) < JSON_COPY_MIN_ROWS:
+            rows = [(c.id, c.old_phase, c.phase, c.code, c.message, c.details_json(), c.since)
+                    for c in changes]
+            source, params = _change_source(cursor, JOB_CHANGES, rows, JSON_COPY_MIN_ROWS)
+            cursor.execute(f"UPDATE {job_t} AS j SET {sets.format('v.details')} FROM {source} "
+                           "WHERE j.id = v.id AND j.phase = v.old_phase RETURNING j.id", [now, *params])
+            return {row[0] for row in cursor.fetchall()}
+        numbers: dict[str, int] = {}
+        rows = [(c.id, c.old_phase, c.phase, c.code, c.message,
+                 numbers.setdefault(c.details_json(), len(numbers)), c.since) for c in changes]
+        jobs, _ = _change_source(cursor, JOB_ROWS, rows, 0)
+        details, _ = _change_source(cursor, JOB_DETAILS, [(k, text) for text, k in numbers.items()], 0, "d")
+        cursor.execute(f"UPDATE {job_t} AS j SET {sets.format('d.details')} FROM {jobs} JOIN {details} "
+                       "ON d.k = v.k WHERE j.id = v.id AND j.phase = v.old_phase RETURNING j.id", [now])
         return {row[0] for row in cursor.fetchall()}
 
 
@@ -219,22 +234,27 @@ def write_reason_history(changed: Sequence[JobChange], unchanged_ids: Sequence[i
     """
     changed_ids = sorted(c.id for c in changed)
     if is_postgres():
-        # One statement per kind, ids as one array (no IN lists, no chunking).
+        # One statement per kind, ids as one array (no IN lists, no chunking); a span is written
+        # once: a reworded one takes its new text and its `last_seen` in the same row version.
         table = JobReasonHistory._meta.db_table
+        reworded_ids = sorted({c.id for c in reworded})
+        stretched = set(unchanged_ids)
         with connection.cursor() as cursor:
             if changed_ids:
                 cursor.execute(f"UPDATE {table} SET current = false WHERE current AND job_id = ANY(%s)",
                                [changed_ids])
-            if unchanged_ids:
+            if stretch := sorted(stretched.difference(reworded_ids)):
                 cursor.execute(f"UPDATE {table} SET last_seen = %s WHERE current AND job_id = ANY(%s)",
-                               [now, sorted(unchanged_ids)])
-            if reworded:
+                               [now, stretch])
+            if reworded_ids:
                 # From the job rows update_jobs just wrote: the same text, without sending the
                 # details again (kilobytes a job, every waiting job in most cycles).
+                both = sorted(stretched.intersection(reworded_ids))
                 cursor.execute(
-                    f"UPDATE {table} t SET message = j.reason_message, details = j.reason_details "
+                    f"UPDATE {table} t SET message = j.reason_message, details = j.reason_details, "
+                    "last_seen = CASE WHEN t.job_id = ANY(%s) THEN %s ELSE t.last_seen END "
                     f"FROM {Job._meta.db_table} j WHERE t.current AND t.job_id = j.id AND j.id = ANY(%s)",
-                    [sorted(c.id for c in reworded)])
+                    [both, now, reworded_ids])
     else:
         for chunk in _chunks(changed_ids):
             JobReasonHistory.objects.filter(job_id__in=chunk, current=True).update(current=False)
@@ -268,6 +288,26 @@ def _json_text(value: object) -> str | None:
     return None if value is None else json.dumps(value)
 
 
+# (queue, column) -> (the value decoded from its text, the text) of the last sample written:
+# most of a steady cycle's figures and explanations equal the previous cycle's, and comparing
+# is cheaper than dumping their floats again. The decoded copy, not the caller's object: a
+# plugin may keep an explanation across cycles and change it in place.
+_sample_texts: dict[tuple[str, str], tuple[object, str | None]] = {}
+SAMPLE_TEXTS_MAX = 100_000
+
+
+def _sample_text(queue: str, column: str, value: object) -> str | None:
+    key = (queue, column)
+    kept = _sample_texts.get(key)
+    if kept is not None and kept[0] == value:
+        return kept[1]
+    if len(_sample_texts) >= SAMPLE_TEXTS_MAX:
+        _sample_texts.clear()
+    text = _json_text(value)
+    _sample_texts[key] = (None if text is None else json.loads(text), text)
+    return text
+
+
 def insert_samples(samples: list[QueueSample], previous_cycle_id: int | None) -> None:
     """Insert this cycle's queue samples; only the latest keep `explanation`.
 
@@ -284,8 +324,9 @@ def insert_samples(samples: list[QueueSample], previous_cycle_id: int | None) ->
     with connection.cursor() as cursor, cursor.copy(
             f"COPY {QueueSample._meta.db_table} ({', '.join(SAMPLE_COLUMNS)}) FROM STDIN") as copy:
         for sample in samples:
-            copy.write_row([_json_text(getattr(sample, name)) if is_json else getattr(sample, name)
-                            for name, is_json in getters])
+            queue = sample.queue
+            copy.write_row([_sample_text(queue, name, getattr(sample, name)) if is_json
+                            else getattr(sample, name) for name, is_json in getters])
 
 
 # A placement's node scores, in PLACEMENT_COLUMNS order (schedweb.scheduling.placement_scores);

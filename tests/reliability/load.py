@@ -195,6 +195,20 @@ def cycle_health(since: datetime, poisoned_at: datetime | None = None) -> dict[s
     return {"cycles_run": ran.count(), "cycles_failed": failed.count(), "cycles_failed_after_poison": after}
 
 
+def cycle_p99(since: datetime, until: datetime | None = None) -> tuple[int, float]:
+    """(cycles that ran in the window, the p99 of their durations in seconds; 0 when none)."""
+    from django.db import connections
+
+    from schedweb.scheduling.models import CycleRun
+
+    connections.close_all()
+    runs = CycleRun.objects.filter(started__gt=since, skipped=False)
+    if until is not None:
+        runs = runs.filter(started__lte=until)
+    values = sorted(runs.values_list("duration_seconds", flat=True))
+    return len(values), (values[min(len(values) - 1, int(0.99 * len(values)))] if values else 0.0)
+
+
 def run_load(base_url: str, token: str, *, clients: int, seconds: float, namespace: str, queue: str,
              allow_db_down: bool = False, seed: int = 7, stats: LoadStats | None = None,
              poison: bool = False) -> LoadStats:

@@ -5,7 +5,8 @@ probe's: 400 tasks, 50 + 50 terms of 20 values, one task entry with `replicas`) 
 be complete waits while cycles run and a load of small jobs keeps arriving. Checked: every cycle
 completes (none fails), the load's jobs keep starting, no 5xx and nothing lost, the gang waits
 with a reason (never InvalidJob), the invariants hold. The cycle durations before and after
-the gang arrived go to the soak report (quiet and loaded p99); `make soak` compares them.
+the gang arrived go to the soak report (quiet and loaded p99; the soak variant first runs the
+same load without the gang: baseline p99; and each phase's p99); `make soak` compares them.
 """
 
 from __future__ import annotations
@@ -45,30 +46,53 @@ def _p99(values: list[float]) -> float:
     return values[min(len(values) - 1, int(0.99 * len(values)))] if values else 0.0
 
 
-def _durations(since, until=None) -> list[float]:
+def _runs(since, until=None):
     runs = CycleRun.objects.filter(started__gt=since, skipped=False)
-    if until is not None:
-        runs = runs.filter(started__lte=until)
-    return list(runs.values_list("duration_seconds", flat=True))
+    return runs.filter(started__lte=until) if until is not None else runs
+
+
+def _durations(since, until=None) -> list[float]:
+    return list(_runs(since, until).values_list("duration_seconds", flat=True))
+
+
+PHASES = ("load", "schedule", "write")
+
+
+def _phases(prefix: str, since, until=None) -> dict[str, float]:
+    """p99 of each phase of the cycles in the window (where a slower p99 comes from)."""
+    rows = list(_runs(since, until).values_list(*(f"{name}_seconds" for name in PHASES)))
+    return {f"{prefix}_{name}_p99_s": _p99([r[i] for r in rows]) for i, name in enumerate(PHASES)}
 
 
 @pytest.mark.timeout(900)
-@pytest.mark.parametrize(("replicas", "terms", "values", "seconds"),
-                         variants((60, 10, 5, 8), (400, 50, 20, 90)))
-def test_affinity_heavy_gang_does_not_stall_the_cycles(replicas, terms, values, seconds, procs, soak_report):
+@pytest.mark.parametrize(("replicas", "terms", "values", "seconds", "baseline"),
+                         variants((60, 10, 5, 8, 0), (400, 50, 20, 90, 45)))
+def test_affinity_heavy_gang_does_not_stall_the_cycles(replicas, terms, values, seconds, baseline, procs,
+                                                       soak_report):
     token, _, server, url = start_stack(procs, threads=8, nodes=4, cpu="8")
     quiet_from = timezone.now()
     time.sleep(min(seconds, 20) / 2)  # quiet cycles to compare with
+    base_from = timezone.now()
+    if baseline:  # the same load without the gang: what the gang itself adds is loaded vs this
+        stats = run_load(url, token, clients=4, seconds=baseline, namespace="base", queue="q", seed=11)
+        assert_load_outcome(stats, "base", soak_report, server.log)
     arrived = timezone.now()
     response = requests.post(f"{url}/api/v1/jobs/", json=affinity_gang_body(replicas, terms, values),
                              headers={"Authorization": f"Token {token}"}, timeout=60)
     assert response.status_code == 201, response.text[:500]
+    submitted = timezone.now()
     stats = run_load(url, token, clients=4, seconds=seconds, namespace="load", queue="q")
     assert_load_outcome(stats, "load", soak_report, server.log)
     soak_report.update(cycle_health(arrived))
-    quiet, loaded = _durations(quiet_from, arrived), _durations(arrived)
+    quiet, loaded = _durations(quiet_from, base_from), _durations(arrived)
     soak_report.update({"quiet_cycles": len(quiet), "quiet_p99_s": _p99(quiet), "loaded_cycles": len(loaded),
-                        "loaded_p99_s": _p99(loaded), "gang_tasks": replicas, "gang_terms": 2 * terms})
+                        "loaded_p99_s": _p99(loaded), "gang_tasks": replicas, "gang_terms": 2 * terms,
+                        "gang_submit_s": round((submitted - arrived).total_seconds(), 3),
+                        **_phases("loaded", arrived)})
+    if baseline:
+        base = _durations(base_from, arrived)
+        soak_report.update({"baseline_cycles": len(base), "baseline_p99_s": _p99(base),
+                            **_phases("baseline", base_from, arrived)})
     assert soak_report["cycles_failed"] == 0, soak_report
     assert good_cycles_after(arrived) > 0
     assert Task.objects.filter(job__namespace="load", started__gt=arrived).exists()  # others keep starting

@@ -24,7 +24,8 @@ from .conftest import (
 from .harness import postgres_down, wait_for
 from .load import DB_DOWN_BODY, LoadStats, run_load
 
-pytestmark = needs_services
+# Stops a service every test shares: runs alone, after the parallel part of `make test`.
+pytestmark = [*needs_services, pytest.mark.exclusive]
 
 
 def probe_while_down(url: str, token: str, seconds: float) -> tuple[int, list[str]]:

@@ -24,7 +24,8 @@ from .conftest import (
 from .harness import redis_down
 from .load import LoadStats, run_load
 
-pytestmark = needs_services
+# Stops a service every test shares: runs alone, after the parallel part of `make test`.
+pytestmark = [*needs_services, pytest.mark.exclusive]
 
 
 @pytest.mark.timeout(600)

@@ -13,11 +13,13 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import requests
 from django.db import connections
+from django.utils import timezone
 
 from schedweb.core.models import Job
 from schedweb.scheduling.invariants import check_invariants
 
 from .conftest import make_cluster, needs_services, variants, wait_cycles_resume
+from .load import cycle_p99
 
 pytestmark = needs_services
 
@@ -48,6 +50,10 @@ def test_amplification_is_bounded_and_nothing_is_lost(replicas, env, clients, se
     procs.worker()
     _, url = procs.server(threads=8, **env)
     assert wait_cycles_resume(timeout=60)
+    quiet_from = timezone.now()
+    if seconds > 20:  # the soak variant: quiet cycles to compare the burst's with
+        time.sleep(10)
+    burst_from = timezone.now()
     session = requests.Session()
     session.headers["Authorization"] = f"Token {token}"
     api = f"{url}/api/v1"
@@ -99,6 +105,8 @@ def test_amplification_is_bounded_and_nothing_is_lost(replicas, env, clients, se
                        lost=len(set(accepted.items()) ^ set(stored.items())),
                        errors=sum(code >= 500 for code in statuses),
                        refused_429=statuses.count(429), bad_inputs=statuses.count(400))
+    for window, (n, p99) in (("quiet", cycle_p99(quiet_from, burst_from)), ("loaded", cycle_p99(burst_from))):
+        soak_report.update({f"{window}_cycles": n, f"{window}_p99_s": p99})
     assert [code for code in statuses if code >= 500] == []
     assert stored == accepted  # nothing lost, nothing stored that was refused
     assert limit <= len(accepted) <= limit + clients  # the bound, plus what racing requests carried

@@ -14,6 +14,7 @@ from schedweb.api.serializers.base import (
     StrictSerializer,
     StringMapField,
 )
+from schedweb.api.serializers.cycle_ref import CycleRefSerializer, newest_cycle
 
 AGENT_STATUSES = ("Running", "Succeeded", "Failed")
 PREEMPTION_POLICIES = ("PreemptLowerPriority", "Never")
@@ -204,10 +205,22 @@ class JobSerializer(serializers.Serializer):
     created = serializers.DateTimeField()
     updated = serializers.DateTimeField()
     finished = serializers.DateTimeField(allow_null=True)
+    cycle = serializers.SerializerMethodField(help_text=(
+        "The cycle whose decisions this body reflects ({id, started}: the newest cycle that wrote "
+        "its decisions when the body was built; null before the first cycle, and in a submission's "
+        "201: no cycle has seen the job yet). Every item of one list page names the same cycle."))
 
     def get_uid(self, obj) -> str:
         """The scheduler key "namespace/name"."""
         return f"{obj.namespace}/{obj.name}"
+
+    @extend_schema_field(CycleRefSerializer(allow_null=True))
+    def get_cycle(self, obj) -> dict | None:
+        """See the field's help text: read once per body (the root serializer's context keeps it)."""
+        context = self.context
+        if "cycle" not in context:
+            context["cycle"] = newest_cycle()
+        return context["cycle"]
 
     def get_priority_class(self, obj) -> str | None:
         """Name of the job's priority class, if any."""
@@ -291,7 +304,8 @@ class JobDetailSerializer(JobSerializer):
 
             cached = obj._task_page = (task_objects(obj, new[:JOB_DETAIL_TASKS]), len(new))
         if cached is None:
-            page = list(obj.tasks.select_related("node").order_by("id")[:JOB_DETAIL_TASKS + 1])
+            page = list(obj.tasks.select_related("node").prefetch_related("spec").order_by("id")
+                        [:JOB_DETAIL_TASKS + 1])
             for task in page:
                 task.job = obj  # TaskSerializer reads the job's namespace
             total = len(page) if len(page) <= JOB_DETAIL_TASKS else obj.tasks.count()
@@ -366,6 +380,11 @@ class JobCreatedSerializer(JobDetailSerializer):
     """The 201 of a submission: the job, and `warnings` when it already cannot fit."""
 
     warnings = serializers.SerializerMethodField()
+
+    @extend_schema_field(CycleRefSerializer(allow_null=True))
+    def get_cycle(self, obj) -> dict | None:
+        """None: the job was just written, no cycle has seen it (and no query on this path)."""
+        return None
 
     def _forecast(self, obj) -> dict:
         # No query on the submission path: a job just written has no forecast yet.

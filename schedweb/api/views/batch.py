@@ -8,6 +8,11 @@ default: any bad item fails the request (its status, the first failing item's: 4
 written. `?partial=true` writes the good items and answers each (201 created, 200 replayed, or
 its own error envelope). Each item may carry its own `idempotency_key` (the body it is bound to
 is the item without the key).
+
+Where the jobs are: each answered job's result carries `url`, the job's own detail path (what a
+single submission's `Location` says); the 201 carries `Location: /api/v1/jobs/?id=<ids>`, the
+job list of exactly the batch's jobs (created and replayed ones: a retried batch gets the same
+one), its ids as runs (`12-40,45`: schedweb.api.job_id_ranges).
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db.models.functions import Left
+from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.response import Response
@@ -24,6 +30,7 @@ from rest_framework.views import APIView
 from scheduler_core.shapes import ShapeError, check_text
 from schedweb.api import commands
 from schedweb.api.exceptions import api_error_body, as_api_exception, error_body
+from schedweb.api.job_id_ranges import id_ranges
 from schedweb.api.serializers.base import StrictSerializer
 from schedweb.api.serializers.jobs import (
     JobSerializer,
@@ -83,6 +90,8 @@ BATCH_RESULT = inline_serializer("BatchResult", {
         "status": serializers.IntegerField(help_text="201 created, 200 replayed (a known idempotency_key), "
                                                      "else the item's error status"),
         "job": JobSerializer(allow_null=True),
+        "url": serializers.CharField(allow_null=True, help_text=(
+            "The job's detail path (/api/v1/jobs/{id}/), null for a failed item")),
         "warnings": SubmitWarningSerializer(many=True),
         "error": serializers.JSONField(allow_null=True, help_text="The error envelope's `error` object"),
     }, many=True)})
@@ -104,7 +113,9 @@ class JobBatchView(APIView):
             201: BATCH_RESULT, 200: BATCH_RESULT, 400: OpenApiResponse(description=(
                 "All or nothing: a bad item; `fields` lists every item's problems as jobs[i].<field>"))},
         parameters=[OpenApiParameter("partial", bool, description=(
-            "true: write the good items and answer each with its own status (200 overall)"))])
+            "true: write the good items and answer each with its own status (200 overall)")),
+            OpenApiParameter("Location", str, OpenApiParameter.HEADER, response=[201], description=(
+                "The job list of exactly the batch's jobs: /api/v1/jobs/?id=<ids and id ranges>"))])
     def post(self, request):
         """Submit jobs as a portal's sweep does: all or nothing, or `?partial=true` per item."""
         partial = _flag(request, "partial")
@@ -143,23 +154,27 @@ class JobBatchView(APIView):
         by_index = dict(zip(where, outcomes, strict=False))
         results, counts = [], {"created": 0, "replayed": 0, "failed": 0}
         shown = [o.job for i, o in sorted(by_index.items()) if i not in errors]
-        # One serializer for every job: DRF copies a serializer's fields per instance.
-        rendered = iter(JobSerializer(shown, many=True, context={"request": request}).data)
+        # One serializer for every job: DRF copies a serializer's fields per instance. No cycle
+        # has seen a job just submitted (JobSerializer.cycle: null, and no query).
+        rendered = iter(JobSerializer(shown, many=True, context={"request": request, "cycle": None}).data)
         for i in range(len(raw_jobs)):
             if i in errors:
                 exc = as_api_exception(errors[i])
-                results.append({"index": i, "status": exc.status_code, "job": None, "warnings": [],
-                                "error": api_error_body(exc)["error"]})
+                results.append({"index": i, "status": exc.status_code, "job": None, "url": None,
+                                "warnings": [], "error": api_error_body(exc)["error"]})
                 counts["failed"] += 1
                 continue
             outcome = by_index[i]
             counts["created" if outcome.created else "replayed"] += 1
             results.append({"index": i, "status": 201 if outcome.created else 200,
-                            "job": next(rendered),
+                            "job": next(rendered), "url": reverse("api:job-detail", args=[outcome.job.pk]),
                             "warnings": list(getattr(outcome.job, "submit_warnings", None) or []),
                             "error": None})
-        code = status.HTTP_200_OK if partial else status.HTTP_201_CREATED
-        return Response({**counts, "results": results}, status=code)
+        if partial:
+            return Response({**counts, "results": results}, status=status.HTTP_200_OK)
+        where_all = f"{reverse('api:job-list')}?id={id_ranges(job.pk for job in shown)}"
+        return Response({**counts, "results": results}, status=status.HTTP_201_CREATED,
+                        headers={"Location": where_all})
 
     @staticmethod
     def _jobs(data: Any) -> list[Any]:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from django.db import connection, transaction
 from django.db.models import QuerySet
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -14,7 +18,9 @@ from rest_framework.response import Response
 from schedweb.api import commands, limits
 from schedweb.api.cache import cached_json
 from schedweb.api.exceptions import Conflict, django_validation_error_fields
+from schedweb.api.job_id_ranges import ApiJobFilterSet
 from schedweb.api.permissions import ReadAnyWriteStaff
+from schedweb.api.serializers.cycle_ref import newest_cycle
 from schedweb.api.serializers.jobs import (
     JobCreatedSerializer,
     JobDetailSerializer,
@@ -28,7 +34,7 @@ from schedweb.api.serializers.jobs import (
 )
 from schedweb.api.views.base import access, location, validated
 from schedweb.core import services
-from schedweb.core.filtersets import JobFilterSet, TaskFilterSet
+from schedweb.core.filtersets import TaskFilterSet
 from schedweb.core.job_services import JobStateConflict, job_delete, job_resume, job_suspend
 from schedweb.core.models import TERMINAL_JOB_PHASES, Job, Task
 
@@ -40,7 +46,7 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
     and cancel their own jobs; queue admins cancel any job under their queues."""
 
     filter_backends = [DjangoFilterBackend, OrderingFilter]
-    filterset_class = JobFilterSet
+    filterset_class = ApiJobFilterSet
     ordering_fields = ["created", "updated", "name", "namespace", "phase", "queue__name", "min_member"]
     ordering = ["-created", "-id"]
 
@@ -71,17 +77,30 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         return cached_json(self, request, "job-list", self._list_data) or Response(self._list_data())
 
     def _list_data(self) -> dict:
-        queryset = self.filter_queryset(self.get_queryset())
-        page = self.paginate_queryset(queryset)
-        if page is None:  # pagination switched off: the whole list
-            return self.get_serializer(with_task_counts(list(queryset)), many=True).data
-        with_task_counts(page)
-        return self.paginator.get_paginated_response(self.get_serializer(page, many=True).data).data
+        with one_snapshot():
+            context = self._context()
+            queryset = self.filter_queryset(self.get_queryset())
+            page = self.paginate_queryset(queryset)
+            if page is None:  # pagination switched off: the whole list
+                return JobSerializer(with_task_counts(list(queryset)), many=True, context=context).data
+            with_task_counts(page)
+            data = JobSerializer(page, many=True, context=context).data
+            return self.paginator.get_paginated_response(data).data
+
+    def _context(self) -> dict:
+        """The serializer context with `cycle`, read before the rows (see JobSerializer.cycle)."""
+        return {**self.get_serializer_context(), "cycle": newest_cycle()}
+
+    def retrieve(self, request, *args, **kwargs):
+        """One job with its first tasks, reason timeline, forecast and the cycle it reflects."""
+        with one_snapshot():
+            context = self._context()
+            return Response(JobDetailSerializer(self.get_object(), context=context).data)
 
     def _detail(self, job: Job, code: int = status.HTTP_200_OK, headers: dict | None = None) -> Response:
+        context = self._context()
         job = Job.objects.select_related("queue", "priority_class", "submitted_by").get(pk=job.pk)
-        return Response(JobDetailSerializer(job, context=self.get_serializer_context()).data, status=code,
-                        headers=headers)
+        return Response(JobDetailSerializer(job, context=context).data, status=code, headers=headers)
 
     @extend_schema(
         request=JobSubmitSerializer,
@@ -173,6 +192,21 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         return self._detail(self._change(request, job_resume, "resume"))
 
 
+@contextmanager
+def one_snapshot() -> Iterator[None]:
+    """On PostgreSQL outside a transaction, the body's reads in one REPEATABLE READ transaction:
+    the cycle it names is then exactly the one its rows reflect (a cycle commits its decisions
+    and its CycleRun together). Elsewhere the cycle is read first: the rows reflect it or a
+    newer one."""
+    if connection.vendor != "postgresql" or connection.in_atomic_block:
+        yield
+        return
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        yield
+
+
 def idempotency_key(request) -> str | None:
     """The request's Idempotency-Key header (None when absent or blank); a 400 above 255 characters."""
     key = (request.headers.get(IDEMPOTENCY_HEADER) or "").strip() or None
@@ -213,7 +247,7 @@ class TaskViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gen
 
     def get_queryset(self) -> QuerySet:
         """The view's rows with the relations its serializer reads."""
-        return Task.objects.select_related("job", "node")
+        return Task.objects.select_related("job", "node").prefetch_related("spec")
 
     @extend_schema(request=TaskStatusSerializer, responses={200: TaskSerializer})
     @action(detail=True, methods=["post"])

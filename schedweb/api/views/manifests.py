@@ -32,7 +32,7 @@ from schedweb.api.parsers import BoundedJSONParser, YamlTextParser, YamlTextPars
 from schedweb.api.serializers.cluster import ManifestImportSerializer
 from schedweb.api.views.base import access
 from schedweb.core.choices import TERMINAL_JOB_PHASES
-from schedweb.core.models import Job, PriorityClass, Queue, Task
+from schedweb.core.models import Job, PriorityClass, Queue, Task, TaskSpec
 from schedweb.scheduling.models import JobCondition
 
 EXPORT_KINDS = ("PriorityClass", "Queue", "PodGroup", "Job")
@@ -43,7 +43,9 @@ class ManifestImportView(APIView):
     """POST Volcano YAML (raw body, or JSON {"yaml": ...}); all documents or nothing is applied.
 
     Like `kubectl apply`: each object is created, updated or unchanged (manifests_apply says what
-    may change; a change that is not allowed is a 409 naming its fields). `?dry_run=true` checks
+    may change; a change that is not allowed is a 409 naming its fields), and answered 200 (an
+    apply, not a create: no `Location`); each entry of `changes` carries `url`, its object's
+    detail path (a dry run's entries none: nothing was written). `?dry_run=true` checks
     everything, reports the same outcome with field diffs, and writes nothing. Permissions are
     those of the equivalent JSON requests.
     """
@@ -78,7 +80,30 @@ class ManifestImportView(APIView):
         if conflict is not None:
             return Response(sanitize(error_body("conflict", conflict.message, conflict.fields)),
                             status=status.HTTP_409_CONFLICT)
+        if not dry_run:
+            located(result["changes"])
         return Response(result)
+
+
+def located(changes: list[dict]) -> None:
+    """Give each change its object's detail path, `url` (a job's by id: one query)."""
+    from django.urls import reverse
+
+    jobs = [c for c in changes if c["kind"] in ("Job", "PodGroup")]
+    ids: dict[tuple[str, str], int] = {}
+    if jobs:
+        names = {tuple(c["name"].split("/", 1)) for c in jobs}
+        rows = Job.objects.filter(namespace__in={ns for ns, _ in names}, name__in={n for _, n in names})
+        ids = {(ns, n): pk for pk, ns, n in rows.values_list("id", "namespace", "name") if (ns, n) in names}
+    for change in changes:
+        kind = change["kind"]
+        if kind == "Queue":
+            change["url"] = reverse("api:queue-detail", args=[change["name"]])
+        elif kind == "PriorityClass":
+            change["url"] = reverse("api:priorityclass-detail", args=[change["name"]])
+        else:
+            pk = ids.get(tuple(change["name"].split("/", 1)))
+            change["url"] = reverse("api:job-detail", args=[pk]) if pk is not None else None
 
 
 class ManifestExportView(APIView):
@@ -116,7 +141,9 @@ class ManifestExportView(APIView):
             for queue in _parents_first(queues):
                 _export(skipped, f"Queue {queue.name}", lambda q=queue: [queue_to_manifest(q)], docs)
         if "PodGroup" in kinds or "Job" in kinds:
-            tasks = Task.objects.defer(*TASK_JSON_FIELDS).annotate(**json_columns(TASK_JSON_FIELDS))
+            # Each spec read once, as text (decoded by the export), shared by the tasks that have it.
+            specs = TaskSpec.objects.defer(*TASK_JSON_FIELDS).annotate(**json_columns(TASK_JSON_FIELDS))
+            tasks = Task.objects.prefetch_related(Prefetch("spec", queryset=specs))
             jobs = Job.objects.select_related("queue", "priority_class").prefetch_related(
                 Prefetch("tasks", queryset=tasks),
                 Prefetch("conditions", queryset=JobCondition.objects.order_by("id")),

@@ -215,8 +215,8 @@ def _digest(size: str, scenario: str, cycles: int, record: bool) -> tuple[str, i
 
 @pytest.mark.parametrize(("size", "scenario", "cycles"), [
     ("S", "fill", 1), ("S", "steady", 4),
-    pytest.param("M", "fill", 1, marks=pytest.mark.slow),
-    pytest.param("M", "steady", 2, marks=pytest.mark.slow)])
+    pytest.param("M", "fill", 1, marks=pytest.mark.soak),
+    pytest.param("M", "steady", 2, marks=pytest.mark.soak)])
 def test_recording_changes_no_decision(size: str, scenario: str, cycles: int) -> None:
     off, none = _digest(size, scenario, cycles, False)
     on, tried = _digest(size, scenario, cycles, True)

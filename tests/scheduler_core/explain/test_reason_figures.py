@@ -1,7 +1,8 @@
 """Property (issue 16, Deliver 1): every figure a reason quotes is the committed end-of-session
 state of its session, the same numbers as `result.queues` (QueueFigures).
 
-Checked for every reason of every session on the benchmark clusters (sizes S and M, every
+Checked for every reason of every session on the benchmark clusters (size S in `make test`, M in
+`make soak`: bench-sized clusters are not for the quick suite; every
 scenario; S also under flat and hierarchical capacity) and on the demo cluster (proportion,
 capacity, capacity with hierarchy):
 - quota reasons: each `insufficient[dim].left` and each "(need X, Y left)" of the message is
@@ -160,7 +161,7 @@ def check_result(result: SessionResult) -> int:
 BENCH = [(size, scenario, 2 if scenario in ("steady", "backlog") and size == "S" else 1, "proportion")
          for size in ("S", "M") for scenario in SCENARIOS]
 BENCH += [("S", scenario, 1, variant) for scenario in SCENARIOS for variant in ("capacity", "hierarchy")]
-CASES = [pytest.param(*case, id="-".join(map(str, case)), marks=[pytest.mark.slow] if case[0] == "M" else [])
+CASES = [pytest.param(*case, id="-".join(map(str, case)), marks=[pytest.mark.soak] if case[0] == "M" else [])
          for case in BENCH]
 
 

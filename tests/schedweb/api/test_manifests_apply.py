@@ -42,7 +42,7 @@ def test_identical_reapply_is_unchanged_and_writes_nothing(staff):
     body = _import(staff, VCJOB).json()
     assert (body["jobs_created"], body["jobs_updated"], body["jobs_unchanged"]) == ([], [], ["ml/tf"])
     assert body["changes"] == [{"document": "documents[0]", "kind": "Job", "name": "ml/tf",
-                                "action": "unchanged", "diff": {}}]
+                                "action": "unchanged", "diff": {}, "url": f"/api/v1/jobs/{job.id}/"}]
     assert Job.objects.get(name="tf").updated == job.updated and _job_audit_updates() == 0
 
 
@@ -58,8 +58,9 @@ def test_a_pending_job_is_replaced_and_the_dry_run_shows_the_diff(staff):
     assert dry["jobs_updated"] == ["ml/tf"] and dry["changes"][0]["diff"] == diff
     assert job.tasks.count() == 3  # the dry run wrote nothing
     real = _import(staff, CHANGED).json()
+    new_id = Job.objects.get(namespace="ml", name="tf").id
     assert real["changes"][0] == {"document": "documents[0]", "kind": "Job", "name": "ml/tf",
-                                  "action": "updated", "diff": diff}
+                                  "action": "updated", "diff": diff, "url": f"/api/v1/jobs/{new_id}/"}
     job = Job.objects.get(pk=job.pk)  # same job, its tasks replaced
     assert sorted(job.tasks.values_list("name", flat=True)) == ["tf-ps-0", "tf-worker-0", "tf-worker-1",
                                                                "tf-worker-2"]

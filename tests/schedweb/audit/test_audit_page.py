@@ -21,7 +21,8 @@ def _page(user, query: str = "") -> str:
 
 def _rows(html: str) -> list[tuple[str, str]]:
     """(action, object) per entry row, newest first."""
-    return re.findall(r'<td><span class="tag">([^<]+)</span></td>\s*<td>[^<]*<strong>([^<]+)</strong>', html)
+    return re.findall(r'<td data-label="Action"><span class="tag">([^<]+)</span></td>\s*'
+                      r'<td class="card-title">[^<]*<strong>(?:<a href="[^"]*">)?([^<]+)', html)
 
 
 def test_staff_see_every_change_with_its_diff(teams):
@@ -34,7 +35,7 @@ def test_staff_see_every_change_with_its_diff(teams):
     # The weight change as a before -> after row, and who made it.
     assert re.search(r"<th>weight</th><td class=\"before\"><code>1</code></td><td class=\"arrow\">&rarr;</td>"
                      r"<td class=\"after\"><code>5</code></td>", html)
-    assert "<td>staff" in html
+    assert "<td data-label=\"Who\">staff" in html
     # Resource maps read in human units (stored as {"cpu": 4000.0, "pods": 110}).
     node_html = _page(users["staff"], "?object_type=node")
     assert _rows(node_html) == [("Create", "n1")]

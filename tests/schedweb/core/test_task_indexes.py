@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.db import connection
 
 from schedweb.core.models import Task
+from schedweb.core.task_specs import spec_id_for
 
 
 def test_lookups_by_job_use_the_unique_job_name_index(db):
@@ -26,13 +27,13 @@ def test_the_change_log_records_every_writer(db):
 
     queue = Queue.objects.create(name="q")
     job = Job.objects.create(namespace="ns", name="j", queue=queue)
+    spec_id = spec_id_for()
     with connection.cursor() as cursor:
         cursor.execute("SELECT coalesce(max(id), 0) FROM scheduling_change")
         start = cursor.fetchone()[0]
-        cursor.execute("INSERT INTO core_task (job_id, name, role, request, status, node_selector, "
-                       "tolerations, topology_spread_constraints, preemption_policy, preemptable, labels, "
-                       "created, updated) VALUES (%s, 't', '', '{}', 'Pending', '{}', '[]', '[]', 'Never', "
-                       "true, '{}', now(), now()) RETURNING id", [job.id])
+        cursor.execute("INSERT INTO core_task (job_id, name, role, request, status, spec_id, "
+                       "preemption_policy, preemptable, created, updated) VALUES (%s, 't', '', '{}', "
+                       "'Pending', %s, 'Never', true, now(), now()) RETURNING id", [job.id, spec_id])
         task_id = cursor.fetchone()[0]
         cursor.execute("UPDATE core_task SET status = 'Failed' WHERE id = %s", [task_id])
         cursor.execute("DELETE FROM core_task WHERE id = %s", [task_id])

@@ -43,7 +43,7 @@ def test_my_queues(cycled, client_as, user, queues, roles):
     html = client_as(cycled[user]).get("/mine/").content.decode()
     table = html[html.index('id="my-queues"'):html.index("Their pending jobs")]
     assert re.findall(r'<a href="/queues/([^/]+)/">', table) == queues
-    assert set(re.findall(r"<td>(admin|submitter)</td>", table)) == roles
+    assert set(re.findall(r'<td data-label="Role">(admin|submitter)</td>', table)) == roles
     jobs = re.findall(r'<tr data-job="([^"]+)"', html)
     # NeverFits first (gpt-giant, megabatch), then by queue: nlp-eval, vision.
     expected = {"lead": ["nlp/gpt-giant", "vision/megabatch", "nlp/tokenize-corpus", "nlp/elastic-hpo",
@@ -61,4 +61,5 @@ def test_my_queues_without_any_role(cycled, client_as):
 def test_my_queues_for_staff_lists_every_queue(cycled, client_as):
     html = client_as(cycled["staff"]).get("/mine/").content.decode()
     assert "As staff you administer every queue." in html
-    assert len(re.findall(r"<td>admin</td>", html)) == 12  # the 11 demo queues and "default"
+    # the 11 demo queues and "default"
+    assert len(re.findall(r'<td data-label="Role">admin</td>', html)) == 12

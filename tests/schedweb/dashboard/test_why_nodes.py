@@ -29,6 +29,8 @@ HINTS = [
 
 
 def _text(markup: str) -> str:
+    # Links are inline (a node named in a sentence is one): no space where they open or close.
+    markup = re.sub(r"</?a\b[^>]*>", "", markup)
     return re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", " ", markup))).strip()
 
 

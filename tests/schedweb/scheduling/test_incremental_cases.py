@@ -13,6 +13,7 @@ from scheduler_core.result import SessionResult
 from schedweb.core import services
 from schedweb.core.job_services import job_cancel, task_set_status
 from schedweb.core.models import Job, Queue, Task
+from schedweb.core.task_specs import spec_id_for
 from schedweb.scheduling import incremental
 from schedweb.scheduling.adapter import load_state
 from schedweb.scheduling.agent import agent_step
@@ -164,7 +165,8 @@ def test_a_changed_task_is_screened_again_an_unchanged_one_not():
     with transaction.atomic():
         jobs = incremental.load(timezone.now(), active_conf()[0]).snapshot.jobs
         assert [jobs[f"ns/{n}"].tasks[f"ns/{n}/{n}-0"]._screened for n in "ab"] == [True, True]
-    Task.objects.filter(name="b-0").update(affinity={"nodeAffinity": "x"})  # a bulk write (no services)
+    # A bulk write (no services): the task points at another spec.
+    Task.objects.filter(name="b-0").update(spec_id=spec_id_for(affinity={"nodeAffinity": "x"}))
     run = _cycle()
     assert run.job_errors == 1 and Job.objects.get(name="b").reason_code == "InvalidJob"
     assert Job.objects.get(name="a").reason_code != "InvalidJob"
