@@ -5,7 +5,10 @@
   `schedweb_cycle_duration_seconds`), each action's and plugin callback's time from the session's
   timing, and per bound task (only the binds written) the wait from the task's creation
   (`volcano_task_scheduling_latency_milliseconds`), per job whose first tasks it bound the wait
-  from the job's creation (`volcano_e2e_job_scheduling_latency_milliseconds`);
+  from the job's creation (`volcano_e2e_job_scheduling_latency_milliseconds`), the evictions it
+  wrote (`volcano_eviction_transactions_total`), the time to open its session (snapshot, screen
+  and plugin opens: `volcano_open_session_duration_milliseconds`) and each stage's time
+  (`volcano_scheduling_stage_duration_milliseconds{stage}`, from the cycle's own timing);
 - a skipped cycle (another leader): `outcome="skipped"`;
 - a failed cycle: `outcome="failed"` and attempts `result="error"`, with the failure's record;
 - a failed simulated agent step: `schedweb_agent_failures`.
@@ -19,7 +22,7 @@ from datetime import datetime
 
 from scheduler_core.model import TaskStatus
 from scheduler_core.result import SessionResult
-from schedweb.scheduling import metric_totals
+from schedweb.scheduling import metric_totals, metrics_body
 from schedweb.scheduling.adapter import LoadedState
 from schedweb.scheduling.metrics_latency import (
     ACTION,
@@ -29,9 +32,12 @@ from schedweb.scheduling.metrics_latency import (
     CYCLE_DURATION,
     CYCLES,
     E2E,
+    EVICTIONS,
     JOB_E2E,
     ON_SESSION,
+    OPEN_SESSION,
     PLUGIN,
+    STAGE,
     TASK,
 )
 from schedweb.scheduling.models import CycleRun
@@ -52,6 +58,7 @@ def record_cycle(run: CycleRun, task_waits_ms: Iterable[float] = (),
     totals.count(ATTEMPTS.name, run.binds, {"result": "scheduled"})
     totals.count(ATTEMPTS.name, run.pending_jobs, {"result": "unschedulable"})
     totals.count(ATTEMPTS.name, 0, {"result": "error"})
+    totals.count(EVICTIONS.name, run.evictions)
     totals.observe(CYCLE_DURATION.name, CYCLE_DURATION.bounds, run.duration_seconds)
     totals.observe(E2E.name, E2E.bounds, run.duration_seconds * 1e3)
     for key, seconds in sorted((run.timing or {}).items()):
@@ -62,11 +69,33 @@ def record_cycle(run: CycleRun, task_waits_ms: Iterable[float] = (),
         elif m := PLUGIN_KEY.match(key):
             totals.observe(PLUGIN.name, PLUGIN.bounds, seconds * 1e3,
                            {"plugin": m["plugin"], "OnSession": ON_SESSION[m["when"]]})
+    stages = stages_ms(run)
+    for stage, ms in stages.items():
+        totals.observe(STAGE.name, STAGE.bounds, ms, {"stage": stage})
+    # Volcano's OpenSession takes the cache's snapshot, then opens the plugins.
+    totals.observe(OPEN_SESSION.name, OPEN_SESSION.bounds, stages["snapshot"] + stages["open_session"])
     for ms in task_waits_ms:
         totals.observe(TASK.name, TASK.bounds, ms)
     for ms in job_waits_ms:
         totals.observe(JOB_E2E.name, JOB_E2E.bounds, ms)
     totals.apply()
+
+
+def stages_ms(run: CycleRun) -> dict[str, float]:
+    """A successful cycle's stages in milliseconds, from its own measurements: snapshot (the
+    load), open_session (screening and every plugin's OnSessionOpen), actions, close_session (the
+    rest of the session: dispatch, OnSessionClose, reasons) and write. close_session only when the
+    session reported its whole time (`session_s`)."""
+    timing = {k: v for k, v in (run.timing or {}).items() if isinstance(v, int | float)}
+    opened = float(timing.get("screen_s", 0.0)) + sum(
+        v for k, v in timing.items() if (m := PLUGIN_KEY.match(k)) and m["when"] == "open")
+    actions = sum(v for k, v in timing.items() if ACTION_KEY.match(k))
+    out = {"snapshot": run.load_seconds * 1e3, "open_session": opened * 1e3, "actions": actions * 1e3}
+    if "session_s" in timing:  # from the session's opening: screening is outside it
+        inside = opened - float(timing.get("screen_s", 0.0))
+        out["close_session"] = max(0.0, float(timing["session_s"]) - inside - actions) * 1e3
+    out["write"] = run.write_seconds * 1e3
+    return out
 
 
 def waits(state: LoadedState, result: SessionResult, applied: set[int], now: datetime,
@@ -110,5 +139,6 @@ def record_failure() -> None:
 
 
 def record_agent_failure() -> None:
-    """A simulated agent step that failed."""
+    """A simulated agent step that failed (after the cycle: the body /metrics serves follows)."""
     metric_totals.add(AGENT_FAILURES.name)
+    metrics_body.after_cycle()

@@ -13,7 +13,8 @@ Deprecated, kept for one release (DEPRECATED_ALIASES): `schedweb_queue_inqueue_*
 release's name of `volcano_queue_inqueue_*`.
 
 `describe()` lists the families, so registering the collector runs no query; `collect()` runs
-seven, none of them over the cycle history.
+seven, none of them over the cycle history. /metrics itself serves the body the cycle rendered
+(schedweb.scheduling.metrics_body): one query.
 """
 
 from __future__ import annotations
@@ -54,6 +55,8 @@ POD_GROUP_PHASES = (("inqueue", JobPhase.INQUEUE), ("pending", JobPhase.PENDING)
                     ("running", JobPhase.RUNNING), ("unknown", JobPhase.UNKNOWN),
                     ("completed", JobPhase.COMPLETED))
 QUEUE = ["queue_name"]
+LAST_CYCLE_AGE = "schedweb_last_cycle_age_seconds"
+LAST_CYCLE_AGE_HELP = "Seconds since the last successful cycle started"
 JOBS_SET_ASIDE_HELP = "Jobs set aside (InvalidJob) in the last cycle because their data or evaluation failed"
 
 
@@ -133,23 +136,29 @@ class SchedulerCollector(Collector):
 
     def collect(self) -> Iterator[Metric]:
         """The latest cycle, its samples, the job table's counts and the totals (seven queries)."""
-        now = timezone.now()
-        last = (CycleRun.objects.filter(skipped=False, errors="").order_by("-id")
-                .values_list("id", "started", "job_errors", "evictions").first())
-        samples = list(QueueSample.objects.filter(cycle_id=last[0]).values_list(
-            "queue", "share", "weight", "overused", *QUEUE_FIGURES)) if last else []
-        pod_groups = {(queue, phase): n for queue, phase, n in Job.objects.values_list(
-            "queue__name", "phase").annotate(n=Count("id")).order_by()}
-        queue_names = list(Queue.objects.order_by("name").values_list("name", flat=True))
-        yield from _queue_families(samples, pod_groups, queue_names)
-        waiting = Job.objects.exclude(phase__in=TERMINAL_JOB_PHASES).exclude(reason_code="")
-        pending = list(waiting.values_list("reason_code").annotate(n=Count("id")).order_by("reason_code"))
-        unscheduled = list(Task.objects.filter(status__in=(TaskStatus.PENDING, TaskStatus.PIPELINED),
-                                               job__in=waiting).values_list("job__namespace", "job__name")
-                           .annotate(n=Count("id")).order_by("job__namespace", "job__name"))
-        yield from _scheduler_families(last, pending, unscheduled)
-        yield from metrics_latency.families(metric_totals.read())
-        yield from _own_gauges(last, pending, now)
+        yield from collect_families(timezone.now())[0]
+
+
+def collect_families(now: datetime | None) -> tuple[list[Metric], datetime | None]:
+    """(every family, the newest successful cycle's start) in seven queries; `now` None leaves
+    the last cycle's age without a sample (metrics_body adds it when it serves the body)."""
+    last = (CycleRun.objects.filter(skipped=False, errors="").order_by("-id")
+            .values_list("id", "started", "job_errors", "evictions").first())
+    samples = list(QueueSample.objects.filter(cycle_id=last[0]).values_list(
+        "queue", "share", "weight", "overused", *QUEUE_FIGURES)) if last else []
+    pod_groups = {(queue, phase): n for queue, phase, n in Job.objects.values_list(
+        "queue__name", "phase").annotate(n=Count("id")).order_by()}
+    queue_names = list(Queue.objects.order_by("name").values_list("name", flat=True))
+    out = list(_queue_families(samples, pod_groups, queue_names))
+    waiting = Job.objects.exclude(phase__in=TERMINAL_JOB_PHASES).exclude(reason_code="")
+    pending = list(waiting.values_list("reason_code").annotate(n=Count("id")).order_by("reason_code"))
+    unscheduled = list(Task.objects.filter(status__in=(TaskStatus.PENDING, TaskStatus.PIPELINED),
+                                           job__in=waiting).values_list("job__namespace", "job__name")
+                       .annotate(n=Count("id")).order_by("job__namespace", "job__name"))
+    out += _scheduler_families(last, pending, unscheduled)
+    out += metrics_latency.families(metric_totals.read())
+    out += _own_gauges(last, pending, now)
+    return out, last[1] if last else None
 
 
 def _own_gauges(last: tuple | None, pending: list[tuple[str, int]], now: datetime | None) -> Iterator[Metric]:
@@ -158,8 +167,7 @@ def _own_gauges(last: tuple | None, pending: list[tuple[str, int]], now: datetim
     for code, n in pending:
         by_reason.add_metric([code], n)
     yield by_reason
-    age = GaugeMetricFamily("schedweb_last_cycle_age_seconds",
-                            "Seconds since the last successful cycle started")
+    age = GaugeMetricFamily(LAST_CYCLE_AGE, LAST_CYCLE_AGE_HELP)
     if last and now is not None:
         age.add_metric([], (now - last[1]).total_seconds())
     yield age

@@ -68,7 +68,13 @@ TASK = Histogram("volcano_task_scheduling_latency_milliseconds",
 JOB_E2E = Histogram("volcano_e2e_job_scheduling_latency_milliseconds",
                     "E2e job scheduling latency in milliseconds (job created to its first tasks bound)",
                     JOB_E2E_MS_BUCKETS)
-HISTOGRAMS = (CYCLE_DURATION, E2E, ACTION, PLUGIN, TASK, JOB_E2E)
+OPEN_SESSION = Histogram("volcano_open_session_duration_milliseconds",
+                         "Open session duration in milliseconds (the snapshot, then every plugin's "
+                         "OnSessionOpen)", STEP_MS_BUCKETS)
+STAGE = Histogram("volcano_scheduling_stage_duration_milliseconds",
+                  "Scheduling stage duration in milliseconds, by stage: snapshot, open_session, actions, "
+                  "close_session, write", STEP_MS_BUCKETS, ("stage",))
+HISTOGRAMS = (CYCLE_DURATION, E2E, ACTION, PLUGIN, TASK, JOB_E2E, OPEN_SESSION, STAGE)
 
 ATTEMPTS = Counter(
     "volcano_schedule_attempts",
@@ -78,7 +84,9 @@ ATTEMPTS = Counter(
 CYCLES = Counter("schedweb_cycles", "Cycles by outcome", ("outcome",), (("ok",), ("skipped",), ("failed",)))
 CONFLICTS = Counter("schedweb_cycle_conflicts", "Decisions dropped for concurrent changes")
 AGENT_FAILURES = Counter("schedweb_agent_failures", "Simulated agent steps that failed")
-COUNTERS = (ATTEMPTS, CYCLES, CONFLICTS, AGENT_FAILURES)
+EVICTIONS = Counter("volcano_eviction_transactions",
+                    "Evictions the cycles wrote (each victim task set Releasing in the cycle's transaction)")
+COUNTERS = (ATTEMPTS, CYCLES, CONFLICTS, AGENT_FAILURES, EVICTIONS)
 
 ON_SESSION = {"open": "OnSessionOpen", "close": "OnSessionClose"}
 

@@ -213,3 +213,16 @@ class JobCondition(models.Model):
         """Kubernetes' condition shape (`scheduler_core.result.PodGroupCondition.to_json`)."""
         return {"type": self.type, "status": self.status, "reason": self.reason, "message": self.message,
                 "lastTransitionTime": self.last_transition_time.strftime("%Y-%m-%dT%H:%M:%SZ")}
+
+
+class MetricsBody(models.Model):
+    """The /metrics exposition rendered after the newest cycle (schedweb.scheduling.metrics_body):
+    one row, replaced only by a render of a newer cycle (or a fresher one of the same cycle)."""
+
+    cycle_id = models.BigIntegerField()  # the newest CycleRun when rendered (0: none yet)
+    rendered = models.DateTimeField()
+    last_success = models.DateTimeField(null=True)  # started of the newest successful cycle
+    body = models.TextField()
+
+    def __str__(self) -> str:
+        return f"metrics of cycle {self.cycle_id} ({self.rendered:%Y-%m-%d %H:%M:%S})"

@@ -1,0 +1,126 @@
+"""/metrics served from a body rendered once per cycle: a scrape costs one query (or none), whatever the load.
+
+After each cycle's transaction ends (committed, skipped or failed: `cycle_finished`), the
+cycle's process renders the whole exposition (SchedulerCollector's seven queries) and stores
+it where every web process and the scheduler see it: the one MetricsBody row of the database
+(PostgreSQL: no cache backend needed), or with SQLite a file beside the database
+(metrics_body_file: the scrape then opens no database connection). A scrape reads that and
+appends the one figure that moves between cycles by itself, the last cycle's age, computed at
+the scrape. So the counters and histograms are exactly the totals at the end of the newest
+cycle, and the gauges are as the newest cycle left the tables.
+
+- Newer only: a render is stored only over one of an older cycle (or an older render of the
+  same cycle), so two processes finishing cycles at once never put an older body back
+  (Prometheus would read a counter reset).
+- Outside a cycle: a total written between cycles (a failed simulated agent step) renders the
+  body again in its writer's transaction (cycle_metrics.record_agent_failure).
+- Stale body: when the row is older than STALE_PERIODS periods (the scheduler stopped), or
+  missing, or METRICS_PRERENDER is off, the scrape renders live, as before, and stores nothing
+  (a web process never writes on a scrape: no lock to wait for).
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import Q
+from django.utils import timezone
+from prometheus_client.core import GaugeMetricFamily
+
+from schedweb.scheduling import metrics_body_file
+from schedweb.scheduling.metrics import LAST_CYCLE_AGE, LAST_CYCLE_AGE_HELP, collect_families
+from schedweb.scheduling.metrics_text import exposition
+from schedweb.scheduling.models import CycleRun, MetricsBody
+
+logger = logging.getLogger(__name__)
+
+ROW = 1
+STALE_PERIODS = 3
+STALE_MIN_SECONDS = 10.0
+
+
+def enabled() -> bool:
+    """Whether cycles prerender the body (setting METRICS_PRERENDER, default on)."""
+    return bool(getattr(settings, "METRICS_PRERENDER", True))
+
+
+def stale_after() -> float:
+    """Seconds after which a stored body is not served (the scrape renders live instead)."""
+    return max(STALE_MIN_SECONDS, STALE_PERIODS * float(settings.SCHEDULE_PERIOD))
+
+
+def render() -> tuple[str, datetime | None]:
+    """(the exposition without the last cycle's age, the newest successful cycle's start)."""
+    families, last_success = collect_families(None)
+    return exposition(f for f in families if f.name != LAST_CYCLE_AGE).decode("utf-8"), last_success
+
+
+def refresh() -> bool:
+    """Render now and store it unless a newer render is there already; True when stored. Runs
+    in autocommit: reads, then one UPDATE (or the first INSERT), no lock held while rendering."""
+    newest = CycleRun.objects.order_by("-id").values_list("id", flat=True).first() or 0
+    rendered = timezone.now()
+    body, last_success = render()
+    if (where := metrics_body_file.path()) is not None:
+        return metrics_body_file.store(where, newest, rendered, last_success, body)
+    fields = {"cycle_id": newest, "rendered": rendered, "last_success": last_success, "body": body}
+    older = Q(cycle_id__lt=newest) | Q(cycle_id=newest, rendered__lt=rendered)
+    if MetricsBody.objects.filter(older, pk=ROW).update(**fields):
+        return True
+    _, created = MetricsBody.objects.get_or_create(pk=ROW, defaults=fields)
+    return created
+
+
+def age_text(last_success: datetime | None, now: datetime) -> str:
+    """The last cycle's age family, as the collector writes it."""
+    family = GaugeMetricFamily(LAST_CYCLE_AGE, LAST_CYCLE_AGE_HELP)
+    if last_success is not None:
+        family.add_metric([], (now - last_success).total_seconds())
+    return exposition([family]).decode("utf-8")
+
+
+def _stored() -> tuple[datetime, datetime | None, str] | None:
+    """(rendered, last success, body) of the stored render: the file's when there is one (no
+    database connection), else the row's (one query)."""
+    if (where := metrics_body_file.path()) is not None:
+        found = metrics_body_file.load(where)
+        return found[1:] if found is not None else None
+    return MetricsBody.objects.filter(pk=ROW).values_list("rendered", "last_success", "body").first()
+
+
+def scrape() -> bytes:
+    """The body of GET /metrics: the stored render when it is fresh (one query), else (or with
+    METRICS_PRERENDER off in this process) a live one."""
+    now = timezone.now()
+    row = _stored() if enabled() else None
+    if row is not None and (now - row[0]).total_seconds() <= stale_after():
+        body, last_success = row[2], row[1]
+    else:
+        body, last_success = render()
+    return (body + age_text(last_success, now)).encode("utf-8")
+
+
+def after_cycle(**_: object) -> None:
+    """cycle_finished receiver (and after a total moved outside a cycle): prerender the body for
+    the scrapes until the next cycle. Inside a caller's transaction: the row in a savepoint of
+    its own, the file once the transaction has committed (a file cannot roll back with it)."""
+    if not enabled():
+        return
+    if connection.in_atomic_block and metrics_body_file.path() is not None:
+        transaction.on_commit(_refresh_logged)
+    else:
+        _refresh_logged()
+
+
+def _refresh_logged() -> None:
+    try:
+        if connection.in_atomic_block:
+            with transaction.atomic():
+                refresh()
+        else:
+            refresh()
+    except Exception:  # the scrape falls back to a live render; the cycle itself is done
+        logger.exception("metrics: could not prerender /metrics after the cycle")
