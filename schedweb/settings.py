@@ -82,6 +82,12 @@ if os.environ.get("SCHEDULER_WORK_BUDGET", "").strip():
 SCHEDULER_RECORD_SCORES = int(os.environ.get("SCHEDULER_RECORD_SCORES", "3"))
 SCHEDULER_RECORD_SCORES_MAX_PENDING = int(os.environ.get("SCHEDULER_RECORD_SCORES_MAX_PENDING", "2000"))
 SCHEDULER_RECORD_SCORES_PER_JOB = int(os.environ.get("SCHEDULER_RECORD_SCORES_PER_JOB", "10"))
+# /metrics (schedweb.scheduling.metrics_body): the scheduler's process renders the exposition once
+# after each cycle and a scrape serves that body (METRICS_PRERENDER=0: every scrape renders live).
+# The body lives in METRICS_BODY_FILE when set, beside a file-backed SQLite database when unset,
+# and in the MetricsBody row when set to "" (what PostgreSQL deployments get by default).
+METRICS_PRERENDER = env_bool("METRICS_PRERENDER", True)
+METRICS_BODY_FILE = os.environ.get("METRICS_BODY_FILE")
 # Forecast (schedweb.scheduling.forecast_task; README "Forecast and previews"): estimated starts
 # of waiting jobs, computed off the scheduling path after every FORECAST_EVERY_CYCLES-th cycle
 # (0 = never), stopped after FORECAST_CPU_BUDGET_S of CPU, FORECAST_HORIZON_S simulated seconds
