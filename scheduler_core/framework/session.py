@@ -23,6 +23,7 @@ from scheduler_core.framework.interface import (  # noqa: F401  (re-exported for
     ValidateResult,
 )
 from scheduler_core.framework.isolation import JobError
+from scheduler_core.framework.kept import KeptState
 from scheduler_core.framework.node_search import FeasibleSearch, NodeScan
 from scheduler_core.framework.node_table import NodeTable
 from scheduler_core.framework.operations import SessionOperations
@@ -39,8 +40,11 @@ class Session(SessionOperations, CallbackRegistry):
     """Snapshot + callbacks + the operations actions use."""
 
     def __init__(self, snapshot: ClusterSnapshot, conf: SchedulerConf,
-                 node_scan: NodeScan | None = None, work_budget: int | None = None) -> None:
+                 node_scan: NodeScan | None = None, work_budget: int | None = None,
+                 kept: KeptState | None = None) -> None:
         self.snapshot = snapshot
+        # Plugins' figures kept across sessions on this snapshot (framework.kept); None = none.
+        self.kept = kept
         self.conf = conf
         self.jobs: dict[str, JobInfo] = snapshot.jobs
         self.nodes: dict[str, NodeInfo] = snapshot.nodes
@@ -269,17 +273,21 @@ class Session(SessionOperations, CallbackRegistry):
 
 
 def open_session(snapshot: ClusterSnapshot, conf: SchedulerConf, record_scores: bool | int = False,
-                 node_scan: NodeScan | None = None, work_budget: int | None = None) -> Session:
+                 node_scan: NodeScan | None = None, work_budget: int | None = None,
+                 kept: KeptState | None = None) -> Session:
     """Build the session and every configured plugin; call on_session_open in tier order.
 
     `record_scores` (True = top 10, N = top N) records the per-node scores of the placement
     decisions into `result.node_scores` at close (scheduler_core.node_scores); off by default.
     `node_scan` is the feasible-node search's rotating index the caller keeps across sessions
     (None: a fresh one, starting at the first node). `work_budget`: work units per job
-    (framework.work_budget; None = the process default).
+    (framework.work_budget; None = the process default). `kept`: the plugins' state kept with
+    the snapshot (framework.kept; None = every plugin builds from scratch).
     """
     load_all()
-    ssn = Session(snapshot, conf, node_scan, work_budget)
+    ssn = Session(snapshot, conf, node_scan, work_budget, kept)
+    if kept is not None:
+        kept.sessions += 1
     top = top_count(record_scores)
     if top:
         ssn.score_recorder = ScoreRecorder(ssn, top)
