@@ -13,13 +13,15 @@ same as without the kept state.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
 
 from scheduler_core.model import JobInfo
 from scheduler_core.plugins.queue_attr import job_contribution
 from scheduler_core.resources import Resource
 
 Parts = tuple[Resource, Resource, Resource, Resource]
+T = TypeVar("T")
 
 
 def _signature(job: JobInfo) -> tuple[Any, ...]:
@@ -87,6 +89,38 @@ class JobSums:
         self.jobs = new
         self.queues = {q: kept[q] for q in order}
         return self.queues
+
+
+class JobValues(Generic[T]):
+    """`fn(job)` per job, recomputed only when the job's inputs moved (the same test as JobSums:
+    `fn` may read the job's tasks and sums, phase, min_available, min_resources and queue)."""
+
+    def __init__(self, fn: Callable[[JobInfo], T]) -> None:
+        self.fn = fn
+        self.jobs: dict[str, tuple[JobInfo, tuple[Any, ...], T]] = {}
+        self.recomputed = 0
+
+    def values(self, jobs: dict[str, JobInfo]) -> dict[str, tuple[JobInfo, tuple[Any, ...], T]]:
+        """uid -> (job, signature, value) for every job, in the jobs' order (never change a value)."""
+        old, fn = self.jobs, self.fn
+        new: dict[str, tuple[JobInfo, tuple[Any, ...], T]] = {}
+        n = 0
+        for uid, job in jobs.items():
+            entry = old.get(uid)
+            if entry is None or entry[0] is not job or not _same(entry[1], job):
+                entry = (job, _signature(job), fn(job))
+                n += 1
+            new[uid] = entry
+        self.jobs, self.recomputed = new, n
+        return new
+
+
+def job_values(ssn: Any, key: str,
+               fn: Callable[[JobInfo], T]) -> dict[str, tuple[JobInfo, tuple[Any, ...], T]]:
+    """JobValues.values for the session's jobs, kept under `key` when the session has a KeptState."""
+    kept = getattr(ssn, "kept", None)
+    holder = kept.part(key, lambda: JobValues(fn)) if kept is not None else JobValues(fn)
+    return holder.values(ssn.jobs)
 
 
 def job_sums(ssn: Any, plugin: str) -> dict[str, Parts]:

@@ -97,6 +97,12 @@ def _figures(snap: ClusterSnapshot, conf, kept: KeptState | None) -> dict:
         if plugin is not None:
             out[name] = {q: {k: _value(getattr(a, k)) for k in a.__dataclass_fields__}
                          for q, a in plugin.queue_opts.items()}
+    drf = ssn.plugins.get("drf")
+    if drf is not None:
+        out["drf"] = {uid: (drf.allocated[uid].to_quantities(), drf.shares[uid]) for uid in drf.allocated}
+    over = ssn.plugins.get("overcommit")
+    if over is not None:
+        out["overcommit"] = (over.inqueue_resource.to_quantities(), over.idle_resource.to_quantities())
     ssn.release()
     return out
 
