@@ -138,11 +138,24 @@ def gang_message(job: JobInfo) -> str:
     Unschedulable = min_available minus tasks that found a place (ready or pipelined).
     Task counts are listed per status in status order, then minAvailable (as Volcano's FitError).
     """
-    placed = job.ready_task_num() + job.waiting_task_num()
-    unready = max(job.min_available - placed, 0)
-    statuses = [f"{job.count(s)} {s.value}" for s in TaskStatus if job.count(s)]
-    hist = ", ".join([*statuses, f"{job.min_available} minAvailable"])
-    return f"{unready}/{len(job.tasks)} tasks in gang unschedulable: pod group is not ready, {hist}"
+    # The text is a function of the counts alone, and most jobs share a few count patterns
+    # (gang close and the reasons render it for every unready job): rendered once per pattern.
+    key = (job.min_available, len(job.tasks), tuple((s, len(b)) for s, b in job.task_status_index.items()))
+    text = _GANG_TEXT.get(key)
+    if text is None:
+        if len(_GANG_TEXT) >= _GANG_TEXT_MAX:
+            _GANG_TEXT.clear()
+        placed = job.ready_task_num() + job.waiting_task_num()
+        unready = max(job.min_available - placed, 0)
+        statuses = [f"{job.count(s)} {s.value}" for s in TaskStatus if job.count(s)]
+        hist = ", ".join([*statuses, f"{job.min_available} minAvailable"])
+        text = _GANG_TEXT[key] = (f"{unready}/{len(job.tasks)} tasks in gang unschedulable: "
+                                  f"pod group is not ready, {hist}")
+    return text
+
+
+_GANG_TEXT: dict[tuple, str] = {}
+_GANG_TEXT_MAX = 20_000  # count patterns kept (cleared when full)
 
 
 def unbound_tasks(ssn: Session, job: JobInfo) -> list[str]:
@@ -307,9 +320,13 @@ def build_reasons(ssn: Session) -> dict[str, Reason]:
 
     out: dict[str, Reason] = {}
     close = CloseState(ssn, memo=reason_memo.enabled)
+    waiting = (TaskStatus.PENDING, TaskStatus.PIPELINED, TaskStatus.ALLOCATED)
     for uid in sorted(ssn.jobs):
         job = ssn.jobs[uid]
         if uid not in ssn.quarantined:
+            idx = job.task_status_index
+            if not (idx.get(waiting[0]) or idx.get(waiting[1]) or idx.get(waiting[2])):
+                continue  # nothing unbound (unbound_tasks would be empty)
             unbound = unbound_tasks(ssn, job)
             if not unbound:
                 continue
