@@ -15,12 +15,11 @@ from hypothesis import strategies as st
 
 from scheduler_core.bench.kept_cluster import settle
 from scheduler_core.framework.conf import DEFAULT_CONF_YAML, parse_conf
-from scheduler_core.framework.kept import KeptState, kept_state
-from scheduler_core.framework.session import open_session
+from scheduler_core.framework.kept import kept_state
 from scheduler_core.model import OCCUPYING_STATUSES, ClusterSnapshot, TaskStatus
-from scheduler_core.resources import Resource
 from scheduler_core.scheduler import run_session
 from tests.core.builders import job, node, queue, replicas, snapshot
+from tests.core.kept_figures import opened_figures
 
 PROPORTION = parse_conf(DEFAULT_CONF_YAML)
 CAPACITY = parse_conf(DEFAULT_CONF_YAML.replace(
@@ -85,28 +84,6 @@ class Twin:
         return json.dumps(data, sort_keys=True, default=str)
 
 
-def _value(v):
-    return (v.to_quantities(), sorted(v.scalars)) if isinstance(v, Resource) else v
-
-
-def _figures(snap: ClusterSnapshot, conf, kept: KeptState | None) -> dict:
-    ssn = open_session(snap, conf, kept=kept)
-    out = {}
-    for name in ("proportion", "capacity"):
-        plugin = ssn.plugins.get(name)
-        if plugin is not None:
-            out[name] = {q: {k: _value(getattr(a, k)) for k in a.__dataclass_fields__}
-                         for q, a in plugin.queue_opts.items()}
-    drf = ssn.plugins.get("drf")
-    if drf is not None:
-        out["drf"] = {uid: (drf.allocated[uid].to_quantities(), drf.shares[uid]) for uid in drf.allocated}
-    over = ssn.plugins.get("overcommit")
-    if over is not None:
-        out["overcommit"] = (over.inqueue_resource.to_quantities(), over.idle_resource.to_quantities())
-    ssn.release()
-    return out
-
-
 STEP = st.one_of(
     st.tuples(st.just("submit"), st.sampled_from(QUEUES), st.integers(1, 4), st.integers(1, 3),
               st.booleans()),
@@ -128,7 +105,8 @@ def test_kept_figures_equal_a_fresh_build_after_any_mix(which, steps):
         else:
             kept.apply(op)
             fresh.apply(op)
-        assert _figures(kept.snap, conf, kept_state(kept.snap)) == _figures(fresh.snap, conf, None)
+        ours = opened_figures(kept.snap, conf, kept_state(kept.snap))
+        assert ours == opened_figures(fresh.snap, conf, None)
 
 
 def test_an_unchanged_cluster_recomputes_no_job():
