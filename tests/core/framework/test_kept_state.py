@@ -94,7 +94,7 @@ STEP = st.one_of(
 )
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=25, deadline=None)
 @given(st.sampled_from(["proportion", "capacity"]), st.lists(STEP, min_size=1, max_size=25))
 def test_kept_figures_equal_a_fresh_build_after_any_mix(which, steps):
     conf = PROPORTION if which == "proportion" else CAPACITY
