@@ -61,12 +61,12 @@ soak: services venv
 	@status=0; \
 	$(SOAK_ENV) $(PY) -m pytest tests/reliability -m soak -p no:cacheprovider $(PYTEST_ARGS) || status=1; \
 	$(SOAK_ENV) SOAK_REPORT_NAME=properties $(PY) -m pytest -q -p no:cacheprovider -m "hypothesis and not soak" \
-		-p tests.reliability.soak_plugin tests/core tests/web \
-		--deselect tests/web/security/test_schemathesis.py::test_no_operation_answers_5xx \
-		--deselect tests/web/security/test_schemathesis.py::test_stateful_workflows_never_answer_5xx \
+		-p tests.reliability.soak_plugin tests/scheduler_core tests/schedweb \
+		--deselect tests/schedweb/security/test_schemathesis.py::test_no_operation_answers_5xx \
+		--deselect tests/schedweb/security/test_schemathesis.py::test_stateful_workflows_never_answer_5xx \
 		|| status=1; \
 	$(SOAK_ENV) SCHEMATHESIS_MAX_EXAMPLES=$${SCHEMATHESIS_MAX_EXAMPLES:-12} $(PY) -m pytest -q -p no:cacheprovider \
-		-p tests.reliability.soak_plugin tests/web/security/test_schemathesis.py || status=1; \
+		-p tests.reliability.soak_plugin tests/schedweb/security/test_schemathesis.py || status=1; \
 	$(PY) scripts/soak_summary.py var/soak || status=1; \
 	exit $$status
 

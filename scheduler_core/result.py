@@ -12,8 +12,8 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from scheduler_core.node_scores import TaskScores
-    from scheduler_core.reasons import Reason
+    from scheduler_core.explain.node_scores import TaskScores
+    from scheduler_core.explain.reasons import Reason
     from scheduler_core.resources import Resource
 
 # Resource figures of a queue, in output order.
@@ -116,7 +116,7 @@ class SessionResult:
     # Jobs set aside for this session (framework.isolation): uid -> {where, error, message, field}.
     job_errors: dict[str, dict[str, str]] = field(default_factory=dict)
     # Only when the session recorded scores (run_session(record_scores=...)), else None: task uid
-    # -> the per-node scores of its last placement try (scheduler_core.node_scores.TaskScores:
+    # -> the per-node scores of its last placement try (scheduler_core.explain.node_scores.TaskScores:
     # action, chosen node, pipelined, top nodes best first, the chosen node's scores).
     node_scores: dict[str, TaskScores] | None = None
     # job uid -> the PodGroup condition the gang plugin set at close (none for a job it skipped).

@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+from scheduler_core.explain.node_scores import top_count
 from scheduler_core.framework.conf import DEFAULT_CONF, SchedulerConf
 from scheduler_core.framework.isolation import JobError, SessionJobError, screen, set_aside
 from scheduler_core.framework.kept import KeptState, resolve
@@ -14,7 +15,6 @@ from scheduler_core.framework.node_search import NodeScan
 from scheduler_core.framework.registry import action_builders, load_all
 from scheduler_core.framework.session import close_session, open_session
 from scheduler_core.model import ClusterSnapshot
-from scheduler_core.node_scores import top_count
 from scheduler_core.result import SessionResult
 
 

@@ -46,7 +46,7 @@ SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS")
 
-# Content-Security-Policy (schedweb.core.csp): same origin only, no inline script or style but
+# Content-Security-Policy (schedweb.http.csp): same origin only, no inline script or style but
 # per-response nonces. CSP_REPORT_ONLY sends it as Content-Security-Policy-Report-Only;
 # CSP_DIRECTIVES = {"img-src": ["'self'", "https://..."]} would replace single directives.
 CSP_REPORT_ONLY = env_bool("CSP_REPORT_ONLY")
@@ -93,9 +93,12 @@ FORECAST_HORIZON_S = float(os.environ.get("FORECAST_HORIZON_S", "86400"))
 FORECAST_MAX_STEPS = int(os.environ.get("FORECAST_MAX_STEPS", "2000"))
 FORECAST_HISTORY_TASKS = int(os.environ.get("FORECAST_HISTORY_TASKS", "200"))
 
-# Apps of this project. Order matters only for template lookup.
+# Apps of this project, in floor order (docs/architecture.md: an app imports only apps listed
+# before it; the dashboard and the API share the top floor). Order matters to Django only for
+# template lookup.
 PROJECT_APPS = [
-    "schedweb.core", "schedweb.scheduling", "schedweb.api", "schedweb.audit", "schedweb.dashboard",
+    "schedweb.http", "schedweb.core", "schedweb.scheduling", "schedweb.api", "schedweb.audit",
+    "schedweb.dashboard",
 ]
 
 INSTALLED_APPS = [
@@ -119,13 +122,13 @@ INSTALLED_APPS = [
 API_FAST_PATH = env_bool("API_FAST_PATH", True)
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
-    "schedweb.core.csp.ContentSecurityPolicyMiddleware",  # first: every answer gets the policy
+    "schedweb.http.csp.ContentSecurityPolicyMiddleware",  # first: every answer gets the policy
     "whitenoise.middleware.WhiteNoiseMiddleware",
     # Request id + request facts for audit entries.
     "schedweb.audit.context.AuditContextMiddleware",
-    "schedweb.core.middleware.RequestSizeLimitMiddleware",
-    "schedweb.core.request_guard.RequestGuardMiddleware",  # 400 for NUL/control chars in path/query
-    "schedweb.core.middleware.DatabaseUnavailableMiddleware",
+    "schedweb.http.middleware.RequestSizeLimitMiddleware",
+    "schedweb.http.request_guard.RequestGuardMiddleware",  # 400 for NUL/control chars in path/query
+    "schedweb.http.middleware.DatabaseUnavailableMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -134,7 +137,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     # After the session/auth middleware; answers 429 before a login view checks a password.
-    "schedweb.core.login_throttle.LoginThrottleMiddleware",
+    "schedweb.http.login_throttle.LoginThrottleMiddleware",
     # Last, so every middleware above applies to its answers: cached token-authenticated GETs of
     # the queue tree and job list without DRF's view machinery (misses go on to the view).
     *(["schedweb.api.fastpath.FastPathMiddleware"] if API_FAST_PATH else []),
@@ -144,7 +147,7 @@ MIDDLEWARE = [
 # get 413 from RequestSizeLimitMiddleware, before any parser reads them.
 DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("DATA_UPLOAD_MAX_MEMORY_SIZE", str(10 * 1024 * 1024)))
 
-# Login throttling (schedweb.core.login_throttle), per username and per client address: failures
+# Login throttling (schedweb.http.login_throttle), per username and per client address: failures
 # before a lock, seconds a failure is remembered, first lock and its cap (doubling in between).
 LOGIN_THROTTLE_USER_FAILURES = int(os.environ.get("LOGIN_THROTTLE_USER_FAILURES", "5"))
 LOGIN_THROTTLE_IP_FAILURES = int(os.environ.get("LOGIN_THROTTLE_IP_FAILURES", "20"))
@@ -152,14 +155,14 @@ LOGIN_THROTTLE_WINDOW = int(os.environ.get("LOGIN_THROTTLE_WINDOW", str(15 * 60)
 LOGIN_THROTTLE_BACKOFF = float(os.environ.get("LOGIN_THROTTLE_BACKOFF", "1"))
 LOGIN_THROTTLE_MAX_BACKOFF = float(os.environ.get("LOGIN_THROTTLE_MAX_BACKOFF", "300"))
 # Web processes sharing the throttle counters: while Redis is down each process counts alone,
-# against 1/THROTTLE_PROCESSES of every limit (schedweb.core.cache_backend.per_process_limit).
+# against 1/THROTTLE_PROCESSES of every limit (schedweb.http.cache_backend.per_process_limit).
 THROTTLE_PROCESSES = int(os.environ.get("THROTTLE_PROCESSES") or os.environ.get("WEB_WORKERS") or "2")
 LOGIN_THROTTLE_PATHS = ["/admin/login/"]  # plus any URL named "login"
 # Proxies of ours in front of the web server, each appending to X-Forwarded-For: every throttle
-# (API rates, refused tokens, logins) keys the client as schedweb.core.client_address finds it.
+# (API rates, refused tokens, logins) keys the client as schedweb.http.client_address finds it.
 # 0 = REMOTE_ADDR only (the header is the client's to write and is ignored).
 TRUSTED_PROXY_COUNT = int(os.environ.get("TRUSTED_PROXY_COUNT") or "0")
-AUTHENTICATION_BACKENDS = ["schedweb.core.login_throttle.ThrottledModelBackend"]
+AUTHENTICATION_BACKENDS = ["schedweb.http.login_throttle.ThrottledModelBackend"]
 
 ROOT_URLCONF = "schedweb.urls"
 WSGI_APPLICATION = "schedweb.wsgi.application"
@@ -221,7 +224,7 @@ CELERY_TASK_ROUTES = {"schedweb.scheduling.cycle": {"queue": "scheduler"}}
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CACHES = {
     "default": (
-        {"BACKEND": "schedweb.core.cache_backend.ResilientRedisCache", "LOCATION": REDIS_URL}
+        {"BACKEND": "schedweb.http.cache_backend.ResilientRedisCache", "LOCATION": REDIS_URL}
         if REDIS_URL else
         {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "schedweb"}
     ),

@@ -10,7 +10,7 @@ from django.views.generic import RedirectView
 
 from schedweb.api.schema import login_first
 from schedweb.api.views.schema import DocsView, SchemaView
-from schedweb.core.views import healthz
+from schedweb.scheduling.healthz import healthz
 
 
 class FaviconView(RedirectView):

@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from scheduler_core.explain.node_scores import ScoreRecorder, top_count
+from scheduler_core.explain.reasons import build_reasons
 from scheduler_core.framework.callbacks import CallbackRegistry
 from scheduler_core.framework.conf import SchedulerConf
 from scheduler_core.framework.interface import (  # noqa: F401  (re-exported for plugins)
@@ -30,8 +32,6 @@ from scheduler_core.framework.operations import SessionOperations
 from scheduler_core.framework.registry import load_all, plugin_builders
 from scheduler_core.framework.work_budget import WorkMeter
 from scheduler_core.model import ClusterSnapshot, JobInfo, JobPhase, NodeInfo, QueueInfo, TaskInfo, TaskStatus
-from scheduler_core.node_scores import ScoreRecorder, top_count
-from scheduler_core.reasons import build_reasons
 from scheduler_core.resources import Resource
 from scheduler_core.result import SessionResult
 
@@ -76,7 +76,7 @@ class Session(SessionOperations, CallbackRegistry):
         self.quarantined: dict[str, JobError] = dict(snapshot.set_aside)
         for uid, error in self.quarantined.items():
             self.result.job_errors[uid] = error.to_json()
-        # Per-node score recording (scheduler_core.node_scores), None = off: set by open_session.
+        # Per-node score recording (scheduler_core.explain.node_scores), None = off: set by open_session.
         self.score_recorder: ScoreRecorder | None = None
         # Work units per job against the budget (framework.work_budget); the guards name the job.
         self.work = WorkMeter(work_budget)
@@ -192,7 +192,7 @@ class Session(SessionOperations, CallbackRegistry):
 
         The breakdown of `node_scores(task, mask)[rows]`, computed the same way over the same
         mask (scores normalised over the scored nodes, e.g. topology spread, depend on it);
-        plugins in callback order. Only the score recording (scheduler_core.node_scores) asks.
+        plugins in callback order. Only the score recording (scheduler_core.explain.node_scores) asks.
         """
         table = self.node_table
         n = len(table)
@@ -278,7 +278,7 @@ def open_session(snapshot: ClusterSnapshot, conf: SchedulerConf, record_scores: 
     """Build the session and every configured plugin; call on_session_open in tier order.
 
     `record_scores` (True = top 10, N = top N) records the per-node scores of the placement
-    decisions into `result.node_scores` at close (scheduler_core.node_scores); off by default.
+    decisions into `result.node_scores` at close (scheduler_core.explain.node_scores); off by default.
     `node_scan` is the feasible-node search's rotating index the caller keeps across sessions
     (None: a fresh one, starting at the first node). `work_budget`: work units per job
     (framework.work_budget; None = the process default). `kept`: the plugins' state kept with

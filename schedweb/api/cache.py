@@ -308,7 +308,7 @@ def _shared_lookup(request, endpoint: str, media_type: str, base: str, version: 
             if wanted is not None:
                 keys.append(prebuild.WANTED_KEY)
     # Redis down needs no care here: the default cache falls back to process memory by itself
-    # (schedweb.core.cache_backend.ResilientRedisCache).
+    # (schedweb.http.cache_backend.ResilientRedisCache).
     got = cache.get_many(keys)
     if wanted is not None:
         if len(_noted) > LOCAL_ENTRIES:

@@ -194,7 +194,7 @@ def submit_jobs(*, access: QueueAccess, items: list[SubmitItem], atomic: bool = 
     _insert(access, items, drafts, todo, outcomes, atomic)
     created = [outcomes[i].job for i in todo if outcomes[i].created]
     if warnings and created:
-        from schedweb.api.never_fits_check import submit_warnings
+        from schedweb.scheduling.never_fits_check import submit_warnings
 
         for job, found in zip(created, submit_warnings(created, ctx.fingerprint), strict=True):
             job.submit_warnings = found

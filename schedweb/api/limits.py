@@ -26,7 +26,7 @@ from django.core.cache import cache
 from django.core.exceptions import ValidationError
 from rest_framework import exceptions
 
-from schedweb.core.cache_backend import is_local, per_process_limit
+from schedweb.http.cache_backend import is_local, per_process_limit
 
 SLOT_SECONDS = 300  # a slot outlives any dry run (their sessions and forecasts are budgeted)
 RETRY_AFTER_SECONDS = 5

@@ -9,7 +9,8 @@ from __future__ import annotations
 from rest_framework import permissions
 
 # Re-exported for the modules that still import it from here (schedweb.api.commands,
-# schedweb.api.manifests_apply, schedweb.scheduling.submit_preview, tests/web/test_submit_preview.py);
+# schedweb.api.manifests_apply, schedweb.scheduling.submit_preview,
+# tests/schedweb/scheduling/test_submit_preview.py);
 # new code imports schedweb.core.access.
 from schedweb.core.access import QueueAccess  # noqa: F401
 

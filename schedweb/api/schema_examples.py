@@ -1,7 +1,7 @@
 """Request examples of the OpenAPI schema (shown and pre-filled by Swagger UI's "Try it out").
 
 Keyed by (method, path) rather than operationId, so a renamed view keeps its examples. Each value
-must be valid for its body schema (tests/web/api/test_schema.py validates every one, and submits
+must be valid for its body schema (tests/schedweb/api/test_schema.py validates every one, and submits
 the job example). Names refer to the demo cluster (`make run`): queue `default` always exists.
 """
 

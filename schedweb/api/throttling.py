@@ -10,7 +10,7 @@ are DRF's (settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]); a refusal is a 42
 Retry-After = the seconds left in the window. While Redis is down each web process counts for
 itself, against its share of the rate (cache_backend.per_process_limit).
 
-Every throttle keys a client by schedweb.core.client_address (REMOTE_ADDR, or the entry our own
+Every throttle keys a client by schedweb.http.client_address (REMOTE_ADDR, or the entry our own
 TRUSTED_PROXY_COUNT proxies added to X-Forwarded-For), never by DRF's get_ident, which without
 NUM_PROXIES believes whatever X-Forwarded-For a client writes.
 
@@ -25,8 +25,8 @@ from typing import Any
 
 from rest_framework import throttling
 
-from schedweb.core.cache_backend import per_process_limit, shared_count
-from schedweb.core.client_address import client_address
+from schedweb.http.cache_backend import per_process_limit, shared_count
+from schedweb.http.client_address import client_address
 
 BAD_TOKEN_RATE = "30/minute"  # when settings name no "bad_token" rate
 
@@ -57,7 +57,7 @@ class FixedWindowMixin:
         return max(self.window_end - self.now, 0.0)
 
     def get_ident(self, request: Any) -> str:
-        """The client's address as every throttle sees it (schedweb.core.client_address)."""
+        """The client's address as every throttle sees it (schedweb.http.client_address)."""
         return client_address(request)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-# Re-exported for schedweb.api.manifest_export and tests/web/api/test_units.py; the conversion is
+# Re-exported for schedweb.api.manifest_export and tests/schedweb/api/test_units.py; the conversion is
 # the core app's (schedweb.core.quantities), shared with the pages' edit forms.
 from schedweb.core.quantities import to_quantities  # noqa: F401
 

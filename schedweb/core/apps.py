@@ -10,7 +10,3 @@ class CoreConfig(AppConfig):
     label = "core"
     verbose_name = "Cluster"
     default_auto_field = "django.db.models.BigAutoField"
-
-    def ready(self) -> None:
-        """Connect the login-throttle signal receivers (counting failed logins)."""
-        from schedweb.core import login_throttle  # noqa: F401

@@ -8,7 +8,7 @@
    one statement): their queues with leaf-ness, state and the user's submit / admin rights
    (inherited down the tree, as schedweb.api.permissions.QueueAccess), the priority classes named
    and the globalDefault one, the (namespace, name) pairs already taken, the user's idempotency
-   keys already used, and a fingerprint of the node-side data (schedweb.api.never_fits_check).
+   keys already used, and a fingerprint of the node-side data (schedweb.scheduling.never_fits_check).
    `resolve(draft, ctx)` then adds the problems only the database can tell (unknown queue or
    class, not a leaf, closed, name taken: `JobExists`).
 3. `insert_drafts(drafts)` writes every job and all their tasks in one statement (PostgreSQL: a

@@ -16,9 +16,9 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 
 from schedweb.core import services
-from schedweb.core.demo import demo_tasks
 from schedweb.core.demo_data import ARRIVAL_SHAPES
 from schedweb.core.models import Job, JobPhase
+from schedweb.scheduling.demo import demo_tasks
 from schedweb.scheduling.models import CycleRun
 
 logger = logging.getLogger(__name__)

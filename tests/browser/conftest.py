@@ -2,7 +2,7 @@
 
 Uses the system chromium (never downloads a browser). live_server makes the tests
 transactional; Playwright's sync API runs an event loop, hence DJANGO_ALLOW_ASYNC_UNSAFE.
-Pages run under the Content-Security-Policy (schedweb.core.csp), which forbids eval: give
+Pages run under the Content-Security-Policy (schedweb.http.csp), which forbids eval: give
 page.wait_for_function a function ("() => ..."), never a bare expression (Playwright would eval it).
 """
 
@@ -40,9 +40,9 @@ def demo(transactional_db) -> dict:
     """The demo cluster, one scheduling cycle run, and users: staff, a lead of research, a viewer."""
     from django.contrib.auth import get_user_model
 
-    from schedweb.core.demo import load_demo
     from schedweb.core.models import Queue
     from schedweb.scheduling.cycle import cycle_run
+    from schedweb.scheduling.demo import load_demo
 
     load_demo()
     users = get_user_model().objects

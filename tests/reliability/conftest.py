@@ -21,7 +21,7 @@ from schedweb.core import services
 from schedweb.core.models import Job
 from schedweb.scheduling.invariants import count_submissions
 from schedweb.scheduling.models import CycleRun
-from tests.web.scheduling.conftest import SIMPLE_CONF
+from tests.schedweb.scheduling.conftest import SIMPLE_CONF
 
 from .harness import Proc, Processes, clear_celery_queue, pg_start, redis_start, wait_for
 from .load import LoadStats

@@ -23,7 +23,7 @@ import requests
 from django.conf import settings
 from django.db import connections
 
-from tests.web.scheduling.conftest import test_database_url
+from tests.schedweb.scheduling.conftest import test_database_url
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent

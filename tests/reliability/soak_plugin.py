@@ -3,7 +3,7 @@ tried, into $SOAK_REPORT_DIR/$SOAK_REPORT_NAME.json for scripts/soak_summary.py.
 
 - schemathesis (SOAK_REPORT_NAME=schemathesis, the default): every request it sent (each a
   generated, mostly bad, input) and how the API answered, with the run's seed (to replay it:
-  SCHEMATHESIS_SEED=<seed>, see tests/web/security/test_schemathesis.py);
+  SCHEMATHESIS_SEED=<seed>, see tests/schedweb/security/test_schemathesis.py);
 - property tests (SOAK_REPORT_NAME=properties): every example Hypothesis ran (each call of a
   test's `hypothesis.inner_test`, which Hypothesis lets plugins wrap), under the soak profile
   of tests/conftest.py.
@@ -60,7 +60,7 @@ def pytest_configure(config: Any) -> None:
 
 
 def _schemathesis_seed() -> int | None:
-    module = sys.modules.get("tests.web.security.test_schemathesis")
+    module = sys.modules.get("tests.schedweb.security.test_schemathesis")
     return module.schema.config.seed if module is not None else None
 
 

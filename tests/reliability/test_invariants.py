@@ -19,7 +19,7 @@ from schedweb.scheduling.invariants import (
     count_submissions,
 )
 from schedweb.scheduling.models import CycleRun
-from tests.web.scheduling.conftest import make_cluster, submit
+from tests.schedweb.scheduling.conftest import make_cluster, submit
 
 pytestmark = pytest.mark.django_db
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

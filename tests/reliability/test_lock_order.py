@@ -14,7 +14,7 @@ from schedweb.core.models import Job, Task
 from schedweb.scheduling import cycle
 from schedweb.scheduling.cycle import cycle_run
 from schedweb.scheduling.models import CycleRun
-from tests.web.scheduling.conftest import make_cluster, submit
+from tests.schedweb.scheduling.conftest import make_cluster, submit
 
 from .conftest import WRITING_TASKS, needs_services, open_transactions
 from .harness import wait_for

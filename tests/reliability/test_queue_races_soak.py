@@ -1,6 +1,6 @@
 """The probe's queue races replayed together, round after round, with the tree's invariants
 checked after each round (issue 33 findings 4-6; the deterministic cases are
-tests/web/api/test_queue_races.py):
+tests/schedweb/api/test_queue_races.py):
 
 - two children raise their guarantees to 6 cpu under a parent of 10: exactly one is accepted;
 - a leaf is deleted while a job is submitted into it: exactly one succeeds;

@@ -62,7 +62,7 @@ def test_redis_outage_api_serves_and_cycles_resume(outage, clients, procs, soak_
     assert not any(code >= 500 for code in after), after  # once Redis is back the API is healthy again
     soak_report.update(requests=stats.requests, errors=stats.server_errors + stats.connection_errors,
                        load=[stats.as_json()], first_errors=stats.errors[:5])
-    # The API kept serving: the cache falls back to process memory (schedweb.core.cache_backend).
+    # The API kept serving: the cache falls back to process memory (schedweb.http.cache_backend).
     assert not failed and not stats.server_errors and not stats.connection_errors, (
         f"answers while Redis was down: {dict(during.statuses)}; errors: {stats.errors[:3]}")
     assert during.statuses.get(200, 0) + during.statuses.get(201, 0) > 0, dict(during.statuses)

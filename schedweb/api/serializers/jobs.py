@@ -374,7 +374,7 @@ class JobCreatedSerializer(JobDetailSerializer):
 
     @extend_schema_field(SubmitWarningSerializer(many=True))
     def get_warnings(self, obj) -> list[dict]:
-        """NeverFits warnings computed at submit time (schedweb.api.never_fits_check)."""
+        """NeverFits warnings computed at submit time (schedweb.scheduling.never_fits_check)."""
         return list(getattr(obj, "submit_warnings", None) or [])
 
 

@@ -1,0 +1,140 @@
+"""drf plugin: dominant resource fairness between jobs (Volcano's `drf`, flat mode).
+
+A job's share is its dominant share: max over the cluster's resource dimensions of
+allocated / total (resources.share). Job order: lower share first. Preemptable: a victim is
+allowed while the preemptor's share after placing its task stays below (or equal within
+1e-6 to) the victim job's share after losing the victims chosen so far.
+Namespace order and hierarchical DRF are not implemented.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from scheduler_core.framework.interface import Event, EventHandler, Plugin
+from scheduler_core.framework.registry import register_plugin
+from scheduler_core.plugins.util.job_figures import job_values
+from scheduler_core.resources import Resource, share
+
+if TYPE_CHECKING:
+    from scheduler_core.framework.session import Session
+    from scheduler_core.model import JobInfo, TaskInfo
+
+SHARE_DELTA = 0.000001
+
+
+def dominant_share(allocated: Resource, total: Resource) -> float:
+    """max over total's dimensions of share(allocated, total) (Volcano's calculateShare)."""
+    res = 0.0
+    for name in total.resource_names():
+        res = max(res, share(allocated.get(name), total.get(name)))
+    return res
+
+
+def _allocated(job: JobInfo) -> Resource:
+    return job.allocated.clone()
+
+
+@register_plugin("drf")
+class DrfPlugin(Plugin):
+    """Job order by dominant share and share-based preemption victims."""
+
+    def __init__(self, arguments: dict | None = None) -> None:
+        super().__init__(arguments)
+        self.allocated: dict[str, Resource] = {}
+        self.shares: dict[str, float] = {}
+        self.total = Resource.empty()
+        self._dims: list[tuple[str, float]] = []
+        self._owned: set[str] = set()  # jobs whose `allocated` entry is this session's own copy
+
+    def _update(self, uid: str) -> None:
+        # dominant_share with the total's dimensions resolved once per session (hot: every event).
+        a = self.allocated[uid]
+        res = 0.0
+        for name, total in self._dims:
+            v = a.milli_cpu if name == "cpu" else a.memory if name == "memory" else a.scalars.get(name, 0.0)
+            s = share(v, total)
+            if s > res:
+                res = s
+        self.shares[uid] = res
+
+    def _own(self, uid: str) -> Resource:
+        """The job's allocation, copied first if it is still the kept one (about to change)."""
+        if uid not in self._owned:
+            self._owned.add(uid)
+            self.allocated[uid] = self.allocated[uid].clone()
+        return self.allocated[uid]
+
+    @staticmethod
+    def _kept_shares(ssn: Session) -> dict[str, tuple[Resource, tuple, float]]:
+        return ssn.kept.parts.get("drf.shares", {}) if ssn.kept is not None else {}
+
+    def on_session_open(self, ssn: Session) -> None:
+        """Compute every job's allocation and share; register order, victims and events."""
+        self.total = ssn.total_resource.clone()
+        self._dims = [(name, self.total.get(name)) for name in self.total.resource_names()]
+        # JobInfo keeps the sum of its allocated-status requests current (integers: exact). The
+        # copies and shares are kept across sessions (plugins.util.job_figures) and shared until an
+        # event changes a job's (copy on write, `_own`).
+        dims = tuple(self._dims)
+        kept_shares = self._kept_shares(ssn)
+        shares: dict[str, tuple[Resource, tuple, float]] = {}
+        self._owned = set()
+        for uid, (_, _, alloc) in job_values(ssn, "drf.allocated", _allocated).items():
+            self.allocated[uid] = alloc
+            hit = kept_shares.get(uid)
+            if hit is None or hit[0] is not alloc or hit[1] != dims:
+                self._update(uid)
+                hit = (alloc, dims, self.shares[uid])
+            else:
+                self.shares[uid] = hit[2]
+            shares[uid] = hit
+        if ssn.kept is not None:
+            ssn.kept.parts["drf.shares"] = shares
+
+        def job_order(l: JobInfo, r: JobInfo) -> int:  # noqa: E741
+            ls, rs = self.shares[l.uid], self.shares[r.uid]
+            if ls == rs:
+                return 0
+            return -1 if ls < rs else 1
+
+        def preemptable(preemptor: TaskInfo, preemptees: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
+            lalloc = self.allocated[preemptor.job_uid].clone().add(preemptor.resreq)
+            ls = dominant_share(lalloc, self.total)
+            left: dict[str, Resource] = {}
+            victims = []
+            for t in preemptees:
+                if t.job_uid not in left:
+                    left[t.job_uid] = self.allocated[t.job_uid].clone()
+                # Cumulative like Volcano: each candidate lowers its job's remaining allocation.
+                rs = dominant_share(left[t.job_uid].sub_without_assert(t.resreq), self.total)
+                if ls < rs or abs(ls - rs) <= SHARE_DELTA:
+                    victims.append(t)
+            return victims, 1
+
+        def on_allocate(ev: Event) -> None:
+            self._own(ev.task.job_uid).add(ev.task.resreq)
+            self._update(ev.task.job_uid)
+
+        def on_allocate_run(events: list[Event]) -> None:
+            # on_allocate per event: the requests added in order, each job's share updated once.
+            jobs: dict[str, None] = {}
+            for ev in events:
+                self._own(ev.task.job_uid).add(ev.task.resreq)
+                jobs[ev.task.job_uid] = None
+            for uid in jobs:
+                self._update(uid)
+
+        def on_deallocate(ev: Event) -> None:
+            self._own(ev.task.job_uid).sub_without_assert(ev.task.resreq)
+            self._update(ev.task.job_uid)
+
+        ssn.add_job_order_fn(self.name, job_order, key_fn=lambda job: self.shares[job.uid])
+        ssn.add_preemptable_fn(self.name, preemptable)
+        ssn.add_event_handler(EventHandler(allocate_func=on_allocate, deallocate_func=on_deallocate,
+                                           allocate_batch_func=on_allocate_run))
+
+    def on_session_close(self, ssn: Session) -> None:
+        """Drop per-session state."""
+        self.allocated.clear()
+        self.shares.clear()
