@@ -65,6 +65,13 @@ def summary(scenario: Scenario, out: dict[str, Any], phases_before: dict[str, st
     n_tasks = sum(len(j.tasks) for j in snap.jobs.values())
     lines = [f"{scenario.source}: {len(snap.nodes)} nodes, {len(snap.queues)} queues, "
              f"{len(snap.jobs)} jobs, {n_tasks} tasks; actions: {', '.join(scenario.conf.actions)}"]
+    shard = out.get("sharding")
+    if shard is not None:
+        outside = shard.get("placed_outside_shard")
+        size = len(shard["nodes_in_shard"])
+        lines.append(f"Sharding: mode {shard['mode']}, shard {shard['shard_name'] or '(unnamed)'} "
+                     f"({size} node{'' if size == 1 else 's'})"
+                     + (f", {len(outside)} placed outside it" if outside is not None else ""))
 
     def section(title: str, rows: list[str]) -> None:
         lines.append(f"{title} ({len(rows)}):" if rows else f"{title}: none")

@@ -124,6 +124,8 @@ class SessionResult:
     # Work units of the session (framework.work_budget.WorkMeter.summary): units, budget,
     # deferred (job uid -> units when stopped), max_job.
     work: dict[str, Any] = field(default_factory=dict)
+    # The session's sharding view (framework.sharding.ShardView.summary), None without one.
+    sharding: dict[str, Any] | None = None
 
     def warn(self, message: str) -> None:
         """Add a warning once (plugins may be built more than once per process)."""
@@ -145,6 +147,8 @@ class SessionResult:
             "timing": dict(self.timing),
             "conditions": {uid: [self.conditions[uid].to_json()] for uid in sorted(self.conditions)},
         }
+        if self.sharding is not None:
+            out["sharding"] = self.sharding
         if self.node_scores is not None:
             out["node_scores"] = {uid: self.node_scores[uid].to_json() for uid in sorted(self.node_scores)}
         return out

@@ -30,6 +30,7 @@ from scheduler_core.framework.node_search import FeasibleSearch, NodeScan
 from scheduler_core.framework.node_table import NodeTable
 from scheduler_core.framework.operations import SessionOperations
 from scheduler_core.framework.registry import load_all, plugin_builders
+from scheduler_core.framework.sharding import Sharding, ShardView
 from scheduler_core.framework.work_budget import WorkMeter
 from scheduler_core.model import ClusterSnapshot, JobInfo, JobPhase, NodeInfo, QueueInfo, TaskInfo, TaskStatus
 from scheduler_core.resources import Resource
@@ -41,7 +42,7 @@ class Session(SessionOperations, CallbackRegistry):
 
     def __init__(self, snapshot: ClusterSnapshot, conf: SchedulerConf,
                  node_scan: NodeScan | None = None, work_budget: int | None = None,
-                 kept: KeptState | None = None) -> None:
+                 sharding: Sharding | None = None, kept: KeptState | None = None) -> None:
         self.snapshot = snapshot
         # Plugins' figures kept across sessions on this snapshot (framework.kept); None = none.
         self.kept = kept
@@ -58,6 +59,9 @@ class Session(SessionOperations, CallbackRegistry):
         # The feasible-node search limit of allocate's and backfill's predicate pass, with the
         # caller's rotating index (framework.node_search).
         self.node_search = FeasibleSearch(len(self.node_table), conf.options, node_scan)
+        # This scheduler's shard over the rows (framework.sharding): hard mode fails the rows
+        # outside it in `predicate`, soft mode orders the actions' candidate groups.
+        self.shard = ShardView(sharding, self.node_table)
         self.total_resource = Resource.empty()
         for node in self.node_table.nodes:
             if not node.unschedulable:
@@ -140,6 +144,10 @@ class Session(SessionOperations, CallbackRegistry):
         self.work.charge_task(task, len(table))
         ok = table.all_rows()
         failures: list[tuple[str, np.ndarray]] = []
+        shard_failure = self.shard.failure
+        if shard_failure is not None:  # hard sharding: outside the shard fails first, every action
+            failures.append(shard_failure)
+            ok &= ~shard_failure[1]
         for name, (fn, static) in entries:
             if static:
                 masks = self._static_pred.get((name, key))
@@ -229,11 +237,15 @@ class Session(SessionOperations, CallbackRegistry):
         return float(self.node_scores(task, mask)[row])
 
     def best_node(self, task: TaskInfo, mask: np.ndarray) -> int | None:
-        """Row with the highest score among `mask` (ties: lowest row = name first); None if empty."""
-        if not mask.any():
-            return None
-        scores = np.where(mask, self.node_scores(task, mask), -np.inf)
-        return int(np.argmax(scores))
+        """Row with the highest score among `mask` (ties: lowest row = name first); None if empty.
+
+        Soft sharding: the best of the shard's rows in `mask`, else of the others (each group
+        scored alone)."""
+        for group in self.shard.split(mask):
+            if group.any():
+                scores = np.where(group, self.node_scores(task, group), -np.inf)
+                return int(np.argmax(scores))
+        return None
 
     # -- operations (Volcano's session/statement verbs; the bookkeeping in SessionOperations) ---
     def allocate(self, task: TaskInfo, node_name: str) -> None:
@@ -274,18 +286,19 @@ class Session(SessionOperations, CallbackRegistry):
 
 def open_session(snapshot: ClusterSnapshot, conf: SchedulerConf, record_scores: bool | int = False,
                  node_scan: NodeScan | None = None, work_budget: int | None = None,
-                 kept: KeptState | None = None) -> Session:
+                 sharding: Sharding | None = None, kept: KeptState | None = None) -> Session:
     """Build the session and every configured plugin; call on_session_open in tier order.
 
     `record_scores` (True = top 10, N = top N) records the per-node scores of the placement
     decisions into `result.node_scores` at close (scheduler_core.explain.node_scores); off by default.
     `node_scan` is the feasible-node search's rotating index the caller keeps across sessions
     (None: a fresh one, starting at the first node). `work_budget`: work units per job
-    (framework.work_budget; None = the process default). `kept`: the plugins' state kept with
+    (framework.work_budget; None = the process default). `sharding`: this scheduler's shard
+    (framework.sharding; None = no sharding, every node). `kept`: the plugins' state kept with
     the snapshot (framework.kept; None = every plugin builds from scratch).
     """
     load_all()
-    ssn = Session(snapshot, conf, node_scan, work_budget, kept)
+    ssn = Session(snapshot, conf, node_scan, work_budget, sharding, kept)
     if kept is not None:
         kept.sessions += 1
     top = top_count(record_scores)
@@ -362,6 +375,7 @@ def close_session(ssn: Session) -> SessionResult:
                 plugin.on_session_close(ssn)
                 res.timing[f"plugin_{opt.name}_close_s"] = round(time.perf_counter() - started, 6)
     res.reasons = build_reasons(ssn)
+    res.sharding = ssn.shard.summary({**res.binds, **res.pipelined})
     res.work = ssn.work.summary()
     if ssn.score_recorder is not None:
         res.node_scores = ssn.score_recorder.finish(res)

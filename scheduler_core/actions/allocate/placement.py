@@ -27,6 +27,9 @@ row's accounting from the NodeTable they are given. The dynamic predicates are a
 run (with the run's last but one copy placed; a row they turn down stays down as it fills),
 then by bisection only when they refuse.
 
+Soft sharding (`framework.sharding`): each gradient (idle, then future idle) is tried on the
+shard's rows first, then on the others; a run's rival is the best other row of its group.
+
 The feasible-node search limit (`framework.node_search`): when the session's search is limited,
 `best` chooses among the K feasible rows the rotating scan keeps (`_window.best_in_window`); a
 run then stays one task: the next task's scan starts past this one's, so it sees other rows.
@@ -270,15 +273,20 @@ class ClassState:
         return self if self.kept is None else WindowView(self)
 
     def best_all(self) -> tuple[int, bool] | None:
-        """`best` over every row (no scan limit)."""
+        """`best` over every row (no scan limit); soft sharding splits each gradient into the
+        shard's rows, then the others (`ShardView.groups`; one group otherwise)."""
+        groups = self.ssn.shard.groups
         for arr, future in ((self.best_idle, False), (self.best_future, True)):
-            while True:
-                r = int(np.argmax(arr))
-                if arr[r] == _NEG:
-                    break
-                if r in self.unverified and not self.verify(r):
-                    continue
-                return r, future
+            for group in groups:
+                while True:
+                    # (a fresh copy per try: verify may have turned rows of `arr` down)
+                    sub = arr if group is None else np.where(group, arr, _NEG)
+                    r = int(np.argmax(sub))
+                    if sub[r] == _NEG:
+                        break
+                    if r in self.unverified and not self.verify(r):
+                        continue
+                    return r, future
         return None
 
     def run_length(self, r: int, limit: int, cap: Callable[[int], int] | None = None) -> int:
@@ -289,6 +297,9 @@ class ClassState:
             return 1  # spreading classes, pipelined and scan-limited placements go one by one
         ssn, table, task = self.ssn, self.table, self.task
         scores = self.best_idle
+        group = ssn.shard.same_group(r)
+        if group is not None:  # soft sharding: only r's group competes with it (the others stay put)
+            scores = np.where(group, scores, _NEG)
         own = scores[r]
         scores[r] = _NEG
         rival = int(np.argmax(scores))

@@ -4,10 +4,11 @@
 feasible rows (passing the predicates, the request fitting the future idle: Volcano's allocate
 predicate) are the class state's candidate rows; the scan keeps the first K of them from the
 rotating index and moves the index on; the best among the kept rows wins (idle fits first, then
-the score, ties to the lowest row). Rows the class has not re-verified since they got a task
-(`ClassState.unverified`) are verified first when the scan reaches them: one that now fails
-moves where the scan stops. Spreading classes (scores normalised over the scored rows) are
-scored over the kept rows alone. `WindowView` is what score recording ranks after such a try.
+the score, ties to the lowest row; under soft sharding each of the two in the shard first). Rows
+the class has not re-verified since they got a task (`ClassState.unverified`) are verified first
+when the scan reaches them: one that now fails moves where the scan stops. Spreading classes
+(scores normalised over the scored rows) are scored over the kept rows alone. `WindowView` is
+what score recording ranks after such a try.
 """
 
 from __future__ import annotations
@@ -46,10 +47,13 @@ def best_in_window(state: ClassState, search: FeasibleSearch) -> tuple[int, bool
         scores = state.ssn.node_scores(state.task, mask)[kept]
         by_idle, by_future = np.where(idle, scores, _NEG), np.where(idle, _NEG, scores)
     state.kept = (kept, by_idle, by_future)
+    groups = state.ssn.shard.groups  # soft sharding: the shard's kept rows first
     for arr, future in ((by_idle, False), (by_future, True)):
-        j = int(np.argmax(arr))
-        if arr[j] > _NEG:
-            return int(kept[j]), future
+        for group in groups:
+            sub = arr if group is None else np.where(group[kept], arr, _NEG)
+            j = int(np.argmax(sub))
+            if sub[j] > _NEG:
+                return int(kept[j]), future
     return None  # pragma: no cover (kept rows are feasible)
 
 

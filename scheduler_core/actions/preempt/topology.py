@@ -6,7 +6,8 @@ those of the normal path (`preempt.py`), but nodes are not scored:
 1. K = floor(N * minCandidateNodesPercentage / 100) for the N candidate nodes, raised to
    minCandidateNodesAbsolute, capped at maxCandidateNodesAbsolute and at N. Nodes are dry-run
    in name order until K of them yielded a victim set (`topologyAwarePreemptWorkerNum`, the
-   upstream parallelism, is accepted and ignored: the walk is sequential).
+   upstream parallelism, is accepted and ignored: the walk is sequential). Soft sharding: the
+   shard's nodes are dry-run first, the others only when none of them is a candidate.
 2. Dry run of one node: the offered victims go through `preemptable`; when future idle plus all
    of them (one pod slot included) cannot hold the request, the node is no candidate. Then they
    are removed one at a time in victim order until the preemptor fits (no check before the
@@ -151,16 +152,20 @@ class TopologyPreempt:
             return False
         found: list[Candidate] = []
         best_effort = preemptor.best_effort
-        for row in np.flatnonzero(rows & candidates_mask).tolist():
-            preemptees = [t for t in self.index.running_on(row)
-                          if keep(t) and (t.best_effort or not best_effort)]
-            if not preemptees:
-                continue
-            victims = self._select_victims(queue, preemptor, row, preemptees)
-            if victims:
-                found.append(Candidate(row, victims))
-                if len(found) >= wanted:
-                    break
+        # Soft sharding: candidates from the shard's nodes first; the others only when it has none.
+        for group in self.ssn.shard.split(rows & candidates_mask):
+            for row in np.flatnonzero(group).tolist():
+                preemptees = [t for t in self.index.running_on(row)
+                              if keep(t) and (t.best_effort or not best_effort)]
+                if not preemptees:
+                    continue
+                victims = self._select_victims(queue, preemptor, row, preemptees)
+                if victims:
+                    found.append(Candidate(row, victims))
+                    if len(found) >= wanted:
+                        break
+            if found:
+                break
         if not found:
             return False
         best = select_candidate(found, self.ssn.now)

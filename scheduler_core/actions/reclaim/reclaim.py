@@ -8,7 +8,8 @@ Volcano v1.1x reclaim, with these choices:
   got something is pushed back.
 - Tasks with `preemption_policy: Never` never reclaim. A task reclaims only when its queue
   is `preemptive` for it. Candidate nodes (`victim_nodes.NodeCheck`: only failures eviction
-  cannot fix exclude a node) are tried in name order (Volcano walks its node list).
+  cannot fix exclude a node) are tried in name order (Volcano walks its node list); under soft
+  sharding the shard's nodes first, then the others (hard: only the shard's).
   Candidates on a node: Running, preemptable tasks of jobs in *other* queues whose
   `reclaimable` flag is set (best-effort ones included; a best-effort reclaimer only takes
   best-effort ones), offered in victim order (Volcano: node map order); the `reclaimable`
@@ -127,8 +128,7 @@ class ReclaimAction(Action):
             return False  # no node could ever fit it: the (pure) predicates need not be asked
         rows &= self.nodes.candidates(task)
         best_effort = task.best_effort
-        for row in np.nonzero(rows)[0]:
-            row = int(row)
+        for row in ssn.shard.ordered(rows):  # name order; soft sharding: the shard's nodes first
             reclaimees = []
             for t in self.index.running_on(row):
                 if best_effort and not t.best_effort:

@@ -1,14 +1,14 @@
 """Which nodes preempt and reclaim consider, and when a preemptor fits one (docs/semantics.md section 5).
 
-A node is left out only for failures eviction cannot fix: node selector or affinity,
-untolerated taints, cordoned, unmatched required pod affinity, a missing topology spread key
-(the predicates plugin's `unresolvable_failures`; every other plugin's predicate counts in full,
-e.g. usage). Nodes failing on pod count, inter-pod anti-affinity, spread skew or resources stay
-candidates; after each tentative eviction `fits` asks that one node again: future idle and a
-free pod slot (the action's own fit test, with or without the predicates plugin), then the
-predicates plugin's `row_failure` with the Releasing tasks counted as gone.
-`undo_since` discards a statement's operations after a mark: a node whose evictions did not get
-the preemptor placed keeps none of them.
+A node is left out only for failures eviction cannot fix: node selector or affinity, untolerated
+taints, cordoned, unmatched required pod affinity, a missing topology spread key (the predicates
+plugin's `unresolvable_failures`; every other plugin's predicate counts in full, e.g. usage),
+and, in hard sharding mode, a node outside the scheduler's shard. Nodes failing on pod count,
+inter-pod anti-affinity, spread skew or resources stay candidates; after each tentative eviction
+`fits` asks that one node again: future idle and a free pod slot (the action's own fit test,
+with or without the predicates plugin), then the predicates plugin's `row_failure` with the
+Releasing tasks counted as gone. `undo_since` discards a statement's operations after a mark: a
+node whose evictions did not get the preemptor placed keeps none of them.
 """
 
 from __future__ import annotations
@@ -52,6 +52,9 @@ class NodeCheck:
                 return hit
         table = self.ssn.node_table
         ok = table.all_rows()
+        shard_failure = self.ssn.shard.failure
+        if shard_failure is not None:  # hard sharding: eviction cannot bring a node into the shard
+            ok &= ~shard_failure[1]
         for name, (fn, _) in self.fns:
             if name == "predicates" and self.plugin is not None:
                 masks = self.plugin.unresolvable_failures(task, table)

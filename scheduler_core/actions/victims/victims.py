@@ -327,7 +327,8 @@ def _victim_order_cmp(ssn: Session, preemptor: TaskInfo, victims: list[TaskInfo]
 
 
 def rows_by_score(ssn: Session, task: TaskInfo, rows: np.ndarray, action: str = "preempt") -> list[int]:
-    """Candidate rows, best score first, ties to the lowest row (name first).
+    """Candidate rows, best score first, ties to the lowest row (name first); under soft
+    sharding the shard's rows come first (framework.sharding).
 
     When the session records scores, the order and each row's scores are recorded for the
     task as `action`'s try (every row is kept until the task's node is known).
@@ -338,9 +339,19 @@ def rows_by_score(ssn: Session, task: TaskInfo, rows: np.ndarray, action: str = 
         if recorder is not None:
             recorder.record_mask(task, action, rows, keep_all=True, pipelined=True)
         return [int(i) for i in idx]
-    all_scores = ssn.node_scores(task, rows)
+    shard = ssn.shard
+    if shard.soft:  # soft sharding: the shard's rows first, each group scored alone
+        all_scores = np.zeros(len(rows))
+        for group in shard.split(rows):
+            if group.any():
+                all_scores[group] = ssn.node_scores(task, group)[group]
+    else:
+        all_scores = ssn.node_scores(task, rows)
     if recorder is not None:
         recorder.record_mask(task, action, rows, all_scores, keep_all=True, pipelined=True)
     scores = all_scores[idx]
-    order = np.lexsort((idx, -scores))
+    if shard.soft:
+        order = np.lexsort((idx, -scores, ~shard.in_shard[idx]))
+    else:
+        order = np.lexsort((idx, -scores))
     return [int(i) for i in idx[order]]
