@@ -173,9 +173,13 @@ class JobInfo:
     # Tasks in READY_STATUSES, kept current by _index/_unindex (gang and order plugins ask often).
     _ready: int = field(default=0, repr=False)
     _valid: int = field(default=0, repr=False)  # tasks in VALID_STATUSES, kept the same way
+    # Bumped by every change to the task indexes and sums: state kept across sessions
+    # (framework.kept) compares it to know whether the job's task figures moved.
+    revision: int = field(default=0, repr=False)
 
     # -- task bookkeeping ------------------------------------------------------------------
     def _index(self, task: TaskInfo) -> None:
+        self.revision += 1
         self.task_status_index.setdefault(task.status, {})[task.uid] = task
         if task.status is TaskStatus.PENDING and task.best_effort:
             self._pending_be += 1
@@ -189,6 +193,7 @@ class JobInfo:
             self.total_request.add(task.resreq)
 
     def _unindex(self, task: TaskInfo) -> None:
+        self.revision += 1
         bucket = self.task_status_index.get(task.status)
         if bucket is not None:
             bucket.pop(task.uid, None)
@@ -232,6 +237,7 @@ class JobInfo:
             self._index(task)
             return
         # Hot path (every placement): total_request is unchanged between non-terminal statuses.
+        self.revision += 1
         idx = self.task_status_index
         bucket = idx.get(old)
         if bucket is not None:

@@ -11,6 +11,7 @@ from scheduler_core.explain.node_scores import top_count
 from scheduler_core.explain.session_hooks import EXPLAIN
 from scheduler_core.framework.conf import DEFAULT_CONF, SchedulerConf
 from scheduler_core.framework.isolation import JobError, SessionJobError, screen, set_aside
+from scheduler_core.framework.kept import KeptState, resolve
 from scheduler_core.framework.node_search import NodeScan
 from scheduler_core.framework.registry import action_builders, load_all
 from scheduler_core.framework.session import close_session, open_session
@@ -21,7 +22,8 @@ from scheduler_core.result import SessionResult
 
 def run_session(snapshot: ClusterSnapshot, conf: SchedulerConf | None = None, *,
                 record_scores: bool | int | None = None, node_scan: NodeScan | None = None,
-                work_budget: int | None = None, sharding: Sharding | None = None) -> SessionResult:
+                work_budget: int | None = None, sharding: Sharding | None = None,
+                kept: KeptState | bool | None = None) -> SessionResult:
     """Open a session, run the conf's actions in order, close it. Deterministic.
 
     The snapshot is changed in place (task statuses, node accounting): pass a fresh one.
@@ -37,6 +39,9 @@ def run_session(snapshot: ClusterSnapshot, conf: SchedulerConf | None = None, *,
     unlimited, None = the process default); a job over it is deferred (reason Deferred).
     `sharding`: this scheduler instance's shard (framework.sharding; None = every node), applied
     in every action: hard mode places only inside it, soft mode tries it first.
+    `kept`: the plugins' figures kept across sessions (framework.kept): None = the state this
+    snapshot carries (a kept snapshot opens cheaply; a fresh one builds), False = build from
+    scratch, or a KeptState the caller keeps next to the snapshot. Decisions are the same.
     """
     conf = conf or DEFAULT_CONF
     load_all()
@@ -45,7 +50,8 @@ def run_session(snapshot: ClusterSnapshot, conf: SchedulerConf | None = None, *,
         screen(snapshot)
         screened = time.perf_counter() - started
         ssn = open_session(snapshot, conf, record_scores=top_count(record_scores), node_scan=node_scan,
-                           work_budget=work_budget, sharding=sharding, hooks=EXPLAIN)
+                           work_budget=work_budget, sharding=sharding, hooks=EXPLAIN,
+                           kept=resolve(snapshot, kept))
         ssn.result.timing["screen_s"] = round(screened, 6)
         for name in conf.actions:
             builder = action_builders.get(name)
@@ -66,14 +72,16 @@ def run_session_isolated(build: Callable[[], ClusterSnapshot], conf: SchedulerCo
                          attempts: int = 4, *, record_scores: bool | int | None = None,
                          node_scan: NodeScan | None = None,
                          work_budget: int | None = None,
-                         sharding: Sharding | None = None) -> tuple[ClusterSnapshot, SessionResult]:
+                         sharding: Sharding | None = None,
+                         kept: KeptState | bool | None = None) -> tuple[ClusterSnapshot, SessionResult]:
     """run_session on `build()`; when a job's failure could not be undone inside the session
     (SessionJobError), run again on a fresh `build()` with that job set aside from the start.
 
     Returns the snapshot the result belongs to (the caller's writes need its identities).
     The last attempt's error propagates: something other than one job is wrong.
-    `record_scores`, `node_scan`, `work_budget` and `sharding` as for run_session (a retry starts from the
-    index the failed attempt started from).
+    `record_scores`, `node_scan`, `work_budget`, `sharding` and `kept` as for run_session (a
+    retry starts from the index the failed attempt started from; a KeptState checks itself
+    against the snapshot, so the retry's fresh one is safe with it).
     """
     aside: dict[str, JobError] = {}
     start = node_scan.next_index if node_scan is not None else 0
@@ -85,7 +93,7 @@ def run_session_isolated(build: Callable[[], ClusterSnapshot], conf: SchedulerCo
             node_scan.next_index = start
         try:
             return snapshot, run_session(snapshot, conf, record_scores=record_scores, node_scan=node_scan,
-                                         work_budget=work_budget, sharding=sharding)
+                                         work_budget=work_budget, sharding=sharding, kept=kept)
         except SessionJobError as exc:
             if attempt == attempts - 1 or exc.job_uid in aside:
                 raise

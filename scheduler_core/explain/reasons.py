@@ -211,9 +211,13 @@ def build_reasons(ssn: Session) -> dict[str, Reason]:
 
     out: dict[str, Reason] = {}
     close = CloseState(ssn, memo=reason_memo.enabled)
+    waiting = (TaskStatus.PENDING, TaskStatus.PIPELINED, TaskStatus.ALLOCATED)
     for uid in sorted(ssn.jobs):
         job = ssn.jobs[uid]
         if uid not in ssn.quarantined:
+            idx = job.task_status_index
+            if not (idx.get(waiting[0]) or idx.get(waiting[1]) or idx.get(waiting[2])):
+                continue  # nothing unbound (unbound_tasks would be empty)
             unbound = unbound_tasks(ssn, job)
             if not unbound:
                 continue

@@ -115,11 +115,24 @@ def gang_message(job: JobInfo) -> str:
     Unschedulable = min_available minus tasks that found a place (ready or pipelined).
     Task counts are listed per status in status order, then minAvailable (as Volcano's FitError).
     """
-    placed = job.ready_task_num() + job.waiting_task_num()
-    unready = max(job.min_available - placed, 0)
-    statuses = [f"{job.count(s)} {s.value}" for s in TaskStatus if job.count(s)]
-    hist = ", ".join([*statuses, f"{job.min_available} minAvailable"])
-    return f"{unready}/{len(job.tasks)} tasks in gang unschedulable: pod group is not ready, {hist}"
+    # The text is a function of the counts alone, and most jobs share a few count patterns
+    # (gang close and the reasons render it for every unready job): rendered once per pattern.
+    key = (job.min_available, len(job.tasks), tuple((s, len(b)) for s, b in job.task_status_index.items()))
+    text = _GANG_TEXT.get(key)
+    if text is None:
+        if len(_GANG_TEXT) >= _GANG_TEXT_MAX:
+            _GANG_TEXT.clear()
+        placed = job.ready_task_num() + job.waiting_task_num()
+        unready = max(job.min_available - placed, 0)
+        statuses = [f"{job.count(s)} {s.value}" for s in TaskStatus if job.count(s)]
+        hist = ", ".join([*statuses, f"{job.min_available} minAvailable"])
+        text = _GANG_TEXT[key] = (f"{unready}/{len(job.tasks)} tasks in gang unschedulable: "
+                                  f"pod group is not ready, {hist}")
+    return text
+
+
+_GANG_TEXT: dict[tuple, str] = {}
+_GANG_TEXT_MAX = 20_000  # count patterns kept (cleared when full)
 
 
 def refusal(check: str, queue: str, limit: str, request: Resource | None = None) -> dict[str, Any]:

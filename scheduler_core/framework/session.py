@@ -24,6 +24,7 @@ from scheduler_core.framework.interface import (  # noqa: F401  (re-exported for
     ValidateResult,
 )
 from scheduler_core.framework.isolation import JobError
+from scheduler_core.framework.kept import KeptState
 from scheduler_core.framework.node_search import FeasibleSearch, NodeScan
 from scheduler_core.framework.node_table import NodeTable
 from scheduler_core.framework.operations import SessionOperations
@@ -40,8 +41,10 @@ class Session(SessionOperations, CallbackRegistry):
 
     def __init__(self, snapshot: ClusterSnapshot, conf: SchedulerConf,
                  node_scan: NodeScan | None = None, work_budget: int | None = None,
-                 sharding: Sharding | None = None) -> None:
+                 sharding: Sharding | None = None, kept: KeptState | None = None) -> None:
         self.snapshot = snapshot
+        # Plugins' figures kept across sessions on this snapshot (framework.kept); None = none.
+        self.kept = kept
         self.conf = conf
         self.jobs: dict[str, JobInfo] = snapshot.jobs
         self.nodes: dict[str, NodeInfo] = snapshot.nodes
@@ -283,7 +286,8 @@ class Session(SessionOperations, CallbackRegistry):
 
 def open_session(snapshot: ClusterSnapshot, conf: SchedulerConf, record_scores: bool | int = False,
                  node_scan: NodeScan | None = None, work_budget: int | None = None,
-                 sharding: Sharding | None = None, hooks: SessionHooks | None = None) -> Session:
+                 sharding: Sharding | None = None, hooks: SessionHooks | None = None,
+                 kept: KeptState | None = None) -> Session:
     """Build the session and every configured plugin; call on_session_open in tier order.
 
     `hooks` (framework.hooks): what the caller adds from above the framework, the reasons built
@@ -293,10 +297,13 @@ def open_session(snapshot: ClusterSnapshot, conf: SchedulerConf, record_scores: 
     `node_scan` is the feasible-node search's rotating index the caller keeps across sessions
     (None: a fresh one, starting at the first node). `work_budget`: work units per job
     (framework.work_budget; None = the process default). `sharding`: this scheduler's shard
-    (framework.sharding; None = no sharding, every node).
+    (framework.sharding; None = no sharding, every node). `kept`: the plugins' state kept with
+    the snapshot (framework.kept; None = every plugin builds from scratch).
     """
     load_all()
-    ssn = Session(snapshot, conf, node_scan, work_budget, sharding)
+    ssn = Session(snapshot, conf, node_scan, work_budget, sharding, kept)
+    if kept is not None:
+        kept.sessions += 1
     ssn.session_hooks = hooks or NO_HOOKS
     if record_scores and ssn.session_hooks.scores is not None:
         ssn.score_recorder = ssn.session_hooks.scores(ssn, record_scores)

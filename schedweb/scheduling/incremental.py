@@ -17,6 +17,11 @@ A full load happens at start, when another process ran a cycle since ours (Cycle
 the log was pruned past what we need or a tracked table was truncated (the epoch row), every
 SCHEDULER_FULL_RELOAD_EVERY cycles, when the active configuration or the database changes,
 after a failed cycle (`forget()`), and when the session asks for a fresh snapshot.
+
+The session's plugins keep their figures with the snapshot too (`Cache.kept`, the snapshot's
+`scheduler_core.framework.kept.KeptState`, which `run_session` uses by default): each plugin
+checks its kept part against the applied objects (job revisions and fields), so the changed
+rows applied here are all it needs, and a full load starts it afresh with the new snapshot.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from typing import Any
 from django.conf import settings
 from django.db import connection
 
+from scheduler_core.framework.kept import KeptState, kept_state
 from scheduler_core.result import SessionResult
 from schedweb.scheduling.adapter import LoadedState, load_state
 from schedweb.scheduling.delta import Applier, Reload
@@ -75,6 +81,7 @@ class Cache:
     # transaction alone are applied from here instead of re-read.
     own: dict[int, Any] = field(default_factory=dict)
     own_xact: str | None = None
+    kept: KeptState | None = None  # the plugins' state kept with the snapshot (set at the full load)
 
 
 _cache: Cache | None = None
@@ -145,6 +152,7 @@ def load(now: datetime, config_version: int | None, fresh: bool = False) -> Load
     full_loads += 1
     _cache = None  # the old snapshot's memory goes before the new one is built
     _cache = Cache(key=key, applier=Applier.full(now), head=head, last_run=head.last_run)
+    _cache.kept = kept_state(_cache.applier.state.snapshot)
     return _cache.applier.state
 
 

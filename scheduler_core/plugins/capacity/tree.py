@@ -18,12 +18,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from scheduler_core.model import QueueInfo
+from scheduler_core.plugins.util.job_figures import job_sums
 from scheduler_core.plugins.util.queue_attr import (
     QueueAttr,
     add_contribution,
     effective_capability,
     format_dim,
-    job_contribution,
     quantities,
     update_share,
 )
@@ -100,19 +100,17 @@ def build_flat(ssn: Session) -> CapacityTree:
         if q.guarantee is not None:
             total_guarantee.add(q.guarantee)
     contestable = exceeded_part(total, total_guarantee)
-    for job in ssn.jobs.values():
-        queue = ssn.queues.get(job.queue)
+    for name, parts in job_sums(ssn, "capacity").items():
+        queue = ssn.queues.get(name)
         if queue is None:
             continue
-        attr = tree.attrs.get(job.queue)
-        if attr is None:
-            attr = tree.attrs[job.queue] = _new_attr(queue)
-            attr.capability = effective_capability(queue.capability)
-            real = contestable.clone().add(attr.guarantee)
-            if attr.capability is not None:
-                real.min_dimension_resource(attr.capability, Infinity)
-            attr.real_capability = real
-        add_contribution(attr, job_contribution(job))
+        attr = tree.attrs[name] = _new_attr(queue)
+        attr.capability = effective_capability(queue.capability)
+        real = contestable.clone().add(attr.guarantee)
+        if attr.capability is not None:
+            real.min_dimension_resource(attr.capability, Infinity)
+        attr.real_capability = real
+        add_contribution(attr, parts)
     tree.attrs = {n: tree.attrs[n] for n in sorted(tree.attrs)}
     for attr in tree.attrs.values():
         _finish(tree, attr, attr.deserved, None)
@@ -170,12 +168,13 @@ def build_hierarchy(ssn: Session) -> CapacityTree:
         parent.children.append(name)
     specs = {name: attr.deserved.clone() for name, attr in tree.attrs.items()}
     holding: dict[str, QueueAttr] = {}
-    for job in ssn.jobs.values():
-        attr = tree.attrs.get(job.queue)
-        if attr is None or attr.children or job.queue in tree.broken:
+    # Per queue, its jobs' figures summed (kept across sessions: plugins.util.job_figures).
+    for name, parts in job_sums(ssn, "capacity").items():
+        attr = tree.attrs.get(name)
+        if attr is None or attr.children or name in tree.broken:
             continue  # job_valid explains these jobs; they count nowhere
-        add_contribution(attr, job_contribution(job))
-        holding[job.queue] = attr
+        add_contribution(attr, parts)
+        holding[name] = attr
     # Each leaf's sums once to every ancestor, not each job's: O(queues x depth), not O(jobs x
     # depth). Stored quantities are whole numbers (milli-units, bytes), so the sums are exact
     # in any order.

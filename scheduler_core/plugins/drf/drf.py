@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from scheduler_core.framework.interface import Event, EventHandler, Plugin
 from scheduler_core.framework.registry import register_plugin
+from scheduler_core.plugins.util.job_figures import job_values
 from scheduler_core.resources import Resource, share
 
 if TYPE_CHECKING:
@@ -30,6 +31,10 @@ def dominant_share(allocated: Resource, total: Resource) -> float:
     return res
 
 
+def _allocated(job: JobInfo) -> Resource:
+    return job.allocated.clone()
+
+
 @register_plugin("drf")
 class DrfPlugin(Plugin):
     """Job order by dominant share and share-based preemption victims."""
@@ -40,6 +45,7 @@ class DrfPlugin(Plugin):
         self.shares: dict[str, float] = {}
         self.total = Resource.empty()
         self._dims: list[tuple[str, float]] = []
+        self._owned: set[str] = set()  # jobs whose `allocated` entry is this session's own copy
 
     def _update(self, uid: str) -> None:
         # dominant_share with the total's dimensions resolved once per session (hot: every event).
@@ -52,14 +58,39 @@ class DrfPlugin(Plugin):
                 res = s
         self.shares[uid] = res
 
+    def _own(self, uid: str) -> Resource:
+        """The job's allocation, copied first if it is still the kept one (about to change)."""
+        if uid not in self._owned:
+            self._owned.add(uid)
+            self.allocated[uid] = self.allocated[uid].clone()
+        return self.allocated[uid]
+
+    @staticmethod
+    def _kept_shares(ssn: Session) -> dict[str, tuple[Resource, tuple, float]]:
+        return ssn.kept.parts.get("drf.shares", {}) if ssn.kept is not None else {}
+
     def on_session_open(self, ssn: Session) -> None:
         """Compute every job's allocation and share; register order, victims and events."""
         self.total = ssn.total_resource.clone()
         self._dims = [(name, self.total.get(name)) for name in self.total.resource_names()]
-        for uid, job in ssn.jobs.items():
-            # JobInfo keeps the sum of its allocated-status requests current (integers: exact).
-            self.allocated[uid] = job.allocated.clone()
-            self._update(uid)
+        # JobInfo keeps the sum of its allocated-status requests current (integers: exact). The
+        # copies and shares are kept across sessions (plugins.util.job_figures) and shared until an
+        # event changes a job's (copy on write, `_own`).
+        dims = tuple(self._dims)
+        kept_shares = self._kept_shares(ssn)
+        shares: dict[str, tuple[Resource, tuple, float]] = {}
+        self._owned = set()
+        for uid, (_, _, alloc) in job_values(ssn, "drf.allocated", _allocated).items():
+            self.allocated[uid] = alloc
+            hit = kept_shares.get(uid)
+            if hit is None or hit[0] is not alloc or hit[1] != dims:
+                self._update(uid)
+                hit = (alloc, dims, self.shares[uid])
+            else:
+                self.shares[uid] = hit[2]
+            shares[uid] = hit
+        if ssn.kept is not None:
+            ssn.kept.parts["drf.shares"] = shares
 
         def job_order(l: JobInfo, r: JobInfo) -> int:  # noqa: E741
             ls, rs = self.shares[l.uid], self.shares[r.uid]
@@ -82,20 +113,20 @@ class DrfPlugin(Plugin):
             return victims, 1
 
         def on_allocate(ev: Event) -> None:
-            self.allocated[ev.task.job_uid].add(ev.task.resreq)
+            self._own(ev.task.job_uid).add(ev.task.resreq)
             self._update(ev.task.job_uid)
 
         def on_allocate_run(events: list[Event]) -> None:
             # on_allocate per event: the requests added in order, each job's share updated once.
             jobs: dict[str, None] = {}
             for ev in events:
-                self.allocated[ev.task.job_uid].add(ev.task.resreq)
+                self._own(ev.task.job_uid).add(ev.task.resreq)
                 jobs[ev.task.job_uid] = None
             for uid in jobs:
                 self._update(uid)
 
         def on_deallocate(ev: Event) -> None:
-            self.allocated[ev.task.job_uid].sub_without_assert(ev.task.resreq)
+            self._own(ev.task.job_uid).sub_without_assert(ev.task.resreq)
             self._update(ev.task.job_uid)
 
         ssn.add_job_order_fn(self.name, job_order, key_fn=lambda job: self.shares[job.uid])

@@ -19,6 +19,7 @@ from scheduler_core.framework.interface import Plugin
 from scheduler_core.framework.records import ReasonCode, format_amount
 from scheduler_core.framework.registry import register_plugin
 from scheduler_core.model import ALLOCATED_STATUSES, JobPhase
+from scheduler_core.plugins.util.job_figures import job_values
 from scheduler_core.plugins.util.votes import PERMIT, REJECT
 from scheduler_core.resources import Resource, exceeded_part
 
@@ -84,8 +85,8 @@ class OvercommitPlugin(Plugin):
             used.add(node.used)
         self.idle_resource = self.total_resource.clone().multi(self.factor).sub_without_assert(used)
         self.inqueue_resource = Resource.empty()
-        for job in ssn.jobs.values():
-            held = job_inqueue_reservation(job)
+        # Per job, kept across sessions (plugins.util.job_figures): only moved jobs are recomputed.
+        for _, _, held in job_values(ssn, "overcommit.inqueue", job_inqueue_reservation).values():
             if held is not None:
                 self.inqueue_resource.add(held)
         ssn.add_job_enqueueable_fn(self.name, lambda job: self.job_enqueueable(ssn, job))

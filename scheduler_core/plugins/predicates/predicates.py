@@ -281,7 +281,7 @@ class PredicatesPlugin(Plugin):
         self._cache.clear()
         self._taint_cache.clear()
         self.anti_holders = {t.uid: t for n in ssn.node_table.nodes for t in n.tasks.values()
-                             if pod_terms(t, "podAntiAffinity")}
+                             if t.affinity and pod_terms(t, "podAntiAffinity")}
         self._anti_version, self._groups, self.staying = 0, None, None
         self._anti_cache.clear()
         self.pods = session_index(ssn)

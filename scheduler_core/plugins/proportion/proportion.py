@@ -24,6 +24,7 @@ from scheduler_core.framework.records import refusal
 from scheduler_core.framework.registry import register_plugin
 from scheduler_core.model import JobInfo, QueueInfo, QueueState, TaskInfo
 from scheduler_core.plugins.proportion.deserved import DeservedRun, compute_deserved
+from scheduler_core.plugins.util.job_figures import job_sums
 from scheduler_core.plugins.util.queue_attr import (
     SHARE_FIELDS,
     QueueAttr,
@@ -33,7 +34,6 @@ from scheduler_core.plugins.util.queue_attr import (
     copies_within,
     effective_capability,
     figures,
-    job_contribution,
     over_dimensions,
     quantities,
     quota_message,
@@ -83,14 +83,13 @@ class ProportionPlugin(Plugin):
                 self.total_guarantee.add(q.guarantee)
         contestable = exceeded_part(self.total_resource, self.total_guarantee)
         opts: dict[str, QueueAttr] = {}
-        for job in ssn.jobs.values():
-            queue = ssn.queues.get(job.queue)
+        # Per queue, its jobs' figures summed (kept across sessions: plugins.util.job_figures).
+        for name, parts in job_sums(ssn, self.name).items():
+            queue = ssn.queues.get(name)
             if queue is None:
                 continue
-            attr = opts.get(job.queue)
-            if attr is None:
-                attr = opts[job.queue] = self._new_attr(queue, contestable)
-            add_contribution(attr, job_contribution(job))
+            attr = opts[name] = self._new_attr(queue, contestable)
+            add_contribution(attr, parts)
         # Deterministic order (Volcano walks a map; the result does not depend on it).
         self.queue_opts = {name: opts[name] for name in sorted(opts)}
         self.run = compute_deserved(list(self.queue_opts.values()), self.total_resource)

@@ -26,6 +26,7 @@ from schedweb.scheduling import incremental
 from schedweb.scheduling.adapter import load_state
 from schedweb.scheduling.agent import agent_step
 from schedweb.scheduling.cycle import active_conf, cycle_run
+from tests.scheduler_core.kept_figures import opened_figures
 
 from .conftest import SIMPLE_CONF, requires_postgres
 from .snapshot_compare import differences, picture
@@ -43,6 +44,11 @@ def assert_incremental_equals_full() -> None:
         full = load_state(now)
         assert not kept.full  # the kept snapshot, brought up to date: not a full load
         assert differences(picture(kept), picture(full)) == []
+        # The plugins' figures kept with it (framework.kept) equal a fresh build on the full load.
+        conf = active_conf()[1]
+        cache = incremental._cache
+        assert cache is not None and cache.kept is not None
+        assert opened_figures(kept.snapshot, conf, cache.kept) == opened_figures(full.snapshot, conf, None)
 
 
 def _cluster() -> None:

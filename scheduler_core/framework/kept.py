@@ -1,0 +1,63 @@
+"""State kept across sessions on one snapshot (issue 27, item 1).
+
+A caller that keeps its snapshot between cycles (schedweb's incremental load, the forecast's
+copy) also keeps a `KeptState`: the plugins' figures that would otherwise be rebuilt from every
+job at each session open. The framework only hosts it: each plugin owns its part (`part(name,
+factory)`), decides what it keeps and checks it against the snapshot's current objects before
+use (job `revision` counters, field values), so a kept part is an optimisation that never
+changes a decision. A part must not hold what the session itself changes (the plugins' live
+attrs): it keeps the figures as of the last open and the session starts from copies.
+
+`kept_state(snapshot)` is the state a snapshot carries (a weak map: it goes with the snapshot);
+`run_session(..., kept=None)` uses it, `kept=False` opens without one (a fresh build).
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from scheduler_core.model import ClusterSnapshot
+
+T = TypeVar("T")
+
+
+class KeptState:
+    """The plugins' kept parts, by plugin name (any object the plugin chooses)."""
+
+    def __init__(self) -> None:
+        self.parts: dict[str, Any] = {}
+        self.sessions = 0  # sessions opened with this state
+
+    def part(self, name: str, factory: Callable[[], T]) -> T:
+        """The part of plugin `name`, made by `factory()` on first use."""
+        got = self.parts.get(name)
+        if got is None:
+            got = self.parts[name] = factory()
+        return got
+
+    def clear(self) -> None:
+        """Forget every part (the next session builds from scratch)."""
+        self.parts.clear()
+
+
+_kept: weakref.WeakKeyDictionary[ClusterSnapshot, KeptState] = weakref.WeakKeyDictionary()
+
+
+def kept_state(snapshot: ClusterSnapshot) -> KeptState:
+    """The state the snapshot carries from one session to the next (made on first use)."""
+    got = _kept.get(snapshot)
+    if got is None:
+        got = _kept[snapshot] = KeptState()
+    return got
+
+
+def resolve(snapshot: ClusterSnapshot, kept: KeptState | bool | None) -> KeptState | None:
+    """run_session's `kept` argument: None/True = the snapshot's own, False = none."""
+    if kept is None or kept is True:
+        return kept_state(snapshot)
+    if kept is False:
+        return None
+    return kept
