@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from scheduler_core.node_scores import DEFAULT_TOP, expected_top, recording_scores, score_lines
+from scheduler_core.explain.node_scores import DEFAULT_TOP, expected_top, recording_scores, score_lines
 from scheduler_core.scenario import Scenario, ScenarioError, load_scenario, run_scenario
 from scheduler_core.scenario_check import check_expect
 
@@ -65,6 +65,13 @@ def summary(scenario: Scenario, out: dict[str, Any], phases_before: dict[str, st
     n_tasks = sum(len(j.tasks) for j in snap.jobs.values())
     lines = [f"{scenario.source}: {len(snap.nodes)} nodes, {len(snap.queues)} queues, "
              f"{len(snap.jobs)} jobs, {n_tasks} tasks; actions: {', '.join(scenario.conf.actions)}"]
+    shard = out.get("sharding")
+    if shard is not None:
+        outside = shard.get("placed_outside_shard")
+        size = len(shard["nodes_in_shard"])
+        lines.append(f"Sharding: mode {shard['mode']}, shard {shard['shard_name'] or '(unnamed)'} "
+                     f"({size} node{'' if size == 1 else 's'})"
+                     + (f", {len(outside)} placed outside it" if outside is not None else ""))
 
     def section(title: str, rows: list[str]) -> None:
         lines.append(f"{title} ({len(rows)}):" if rows else f"{title}: none")
@@ -110,7 +117,7 @@ def simulate(path: str, mode: str, stdout: TextIO, stderr: TextIO, with_forecast
     """Load, run and report one scenario; returns the exit code. `with_forecast` adds each waiting
     job's estimated start (scheduler_core.forecast; also when --check expects a forecast).
     `scores` > 0: the summary adds each tried task's top `scores` nodes with their per-plugin
-    scores (scheduler_core.node_scores); --json always records the top 10, --check when the
+    scores (scheduler_core.explain.node_scores); --json always records the top 10, --check when the
     expect: block has node_scores; `no_scores` records none at all."""
     try:
         if path == "-":

@@ -12,8 +12,8 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from scheduler_core.node_scores import TaskScores
-    from scheduler_core.reasons import Reason
+    from scheduler_core.explain.node_scores import TaskScores
+    from scheduler_core.explain.reasons import Reason
     from scheduler_core.resources import Resource
 
 # Resource figures of a queue, in output order.
@@ -116,7 +116,7 @@ class SessionResult:
     # Jobs set aside for this session (framework.isolation): uid -> {where, error, message, field}.
     job_errors: dict[str, dict[str, str]] = field(default_factory=dict)
     # Only when the session recorded scores (run_session(record_scores=...)), else None: task uid
-    # -> the per-node scores of its last placement try (scheduler_core.node_scores.TaskScores:
+    # -> the per-node scores of its last placement try (scheduler_core.explain.node_scores.TaskScores:
     # action, chosen node, pipelined, top nodes best first, the chosen node's scores).
     node_scores: dict[str, TaskScores] | None = None
     # job uid -> the PodGroup condition the gang plugin set at close (none for a job it skipped).
@@ -124,6 +124,8 @@ class SessionResult:
     # Work units of the session (framework.work_budget.WorkMeter.summary): units, budget,
     # deferred (job uid -> units when stopped), max_job.
     work: dict[str, Any] = field(default_factory=dict)
+    # The session's sharding view (framework.sharding.ShardView.summary), None without one.
+    sharding: dict[str, Any] | None = None
 
     def warn(self, message: str) -> None:
         """Add a warning once (plugins may be built more than once per process)."""
@@ -145,6 +147,8 @@ class SessionResult:
             "timing": dict(self.timing),
             "conditions": {uid: [self.conditions[uid].to_json()] for uid in sorted(self.conditions)},
         }
+        if self.sharding is not None:
+            out["sharding"] = self.sharding
         if self.node_scores is not None:
             out["node_scores"] = {uid: self.node_scores[uid].to_json() for uid in sorted(self.node_scores)}
         return out

@@ -12,6 +12,9 @@ app reuses the loader to import clusters. Rules and defaults beyond the format p
 - `options:` (optional) sets the scheduler-level options for this scenario over the conf's
   (the feasible-node search limit: `minimum_feasible_nodes`, `minimum_percentage_nodes_to_find`,
   `percentage_nodes_to_find`; dashes accepted too); the conf may carry them as top-level keys.
+- `sharding:` (optional) is this scheduler's shard view (`framework.sharding.Sharding`: `mode`
+  none | hard | soft, `shard_name`, `nodes_in_shard` naming listed nodes, each once), passed to
+  the session; `simulate --json` shows it with the placements outside the shard.
 - Job defaults: namespace `default`, queue `default` (must exist), min_member 1, priority
   from `priority_class` (else 0). Task defaults: priority = explicit `priority`, else the task's
   `priority_class`, else the job's; preemption policy from the same class; `preemptable` from
@@ -40,6 +43,7 @@ from typing import Any
 
 from scheduler_core.framework.conf import DEFAULT_CONF, ConfError, SchedulerConf, parse_conf
 from scheduler_core.framework.node_search import parse_options
+from scheduler_core.framework.sharding import MODES, NONE, Sharding
 from scheduler_core.model import (
     OCCUPYING_STATUSES,
     ClusterSnapshot,
@@ -54,8 +58,8 @@ from scheduler_core.yaml_lines import YamlLineError, load_yaml_lines
 
 __all__ = ["DEFAULT_EPOCH", "Scenario", "ScenarioError", "load_scenario", "run_scenario"]
 
-TOP_KEYS = ("config", "configurations", "options", "now", "priority_classes", "namespaces", "nodes", "queues",
-            "jobs", "expect")
+TOP_KEYS = ("config", "configurations", "options", "sharding", "now", "priority_classes", "namespaces",
+            "nodes", "queues", "jobs", "expect")
 PREEMPTION_POLICIES = ("PreemptLowerPriority", "Never")
 
 
@@ -68,6 +72,7 @@ class Scenario:
     expect: Expect | None
     source: str          # the file name used in messages
     parse_s: float = 0.0
+    sharding: Sharding | None = None  # the `sharding:` key (framework.sharding), None when absent
 
 
 class _DuplicateJsonKey(ValueError):
@@ -154,11 +159,12 @@ def load_scenario(path_or_text: str | os.PathLike[str], *, filename: str | None 
     snapshot = ClusterSnapshot.build(
         nodes=nodes, queues=queues, jobs=jobs, priority_classes=priority_classes.values(), now=now)
     _add_namespaces(ctx, top, snapshot)
+    sharding = _read_sharding(ctx, top, snapshot)
     expect = None
     if top.has("expect"):
         expect = parse_expect(ctx, top.data["expect"], ("expect",), snapshot)
     return Scenario(snapshot=snapshot, conf=conf, expect=expect, source=filename,
-                    parse_s=time.perf_counter() - start)
+                    parse_s=time.perf_counter() - start, sharding=sharding)
 
 
 def run_scenario(scenario: Scenario) -> Any:
@@ -166,7 +172,7 @@ def run_scenario(scenario: Scenario) -> Any:
     from scheduler_core.scheduler import run_session  # late: the scheduler imports every plugin
 
     start = time.perf_counter()
-    result = run_session(scenario.snapshot, scenario.conf)
+    result = run_session(scenario.snapshot, scenario.conf, sharding=scenario.sharding)
     result.timing.setdefault("session_s", round(time.perf_counter() - start, 6))
     result.timing["parse_s"] = round(scenario.parse_s, 6)
     return result
@@ -246,6 +252,26 @@ def _read_conf_block(ctx: Ctx, top: Obj) -> SchedulerConf:
         else:
             line_path = first
         raise ctx.error(cfg_path, "; ".join(exc.problems), line_path=line_path) from None
+
+
+def _read_sharding(ctx: Ctx, top: Obj, snapshot: ClusterSnapshot) -> Sharding | None:
+    """The `sharding:` block: mode (default none), shard_name, nodes_in_shard (known, distinct
+    node names); None when the key is absent."""
+    if not top.has("sharding"):
+        return None
+    o = Obj(ctx, top.data["sharding"], ("sharding",), ("mode", "shard_name", "nodes_in_shard"))
+    mode = o.choice("mode", MODES, NONE)
+    shard_name = o.text("shard_name", "")
+    names: list[str] = []
+    for path, name in o.items("nodes_in_shard"):
+        if not isinstance(name, str) or not name:
+            raise ctx.error(path, f"expected a node name, got {name!r}")
+        if name not in snapshot.nodes:
+            raise ctx.error(path, f"unknown node {name!r}")
+        if name in names:
+            raise ctx.error(path, f"node {name!r} listed twice")
+        names.append(name)
+    return Sharding(mode, shard_name, frozenset(names))
 
 
 def _read_priority_classes(ctx: Ctx, top: Obj) -> dict[str, PriorityClassInfo]:

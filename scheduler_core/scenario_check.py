@@ -19,10 +19,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from scheduler_core.explain.node_scores import check_expected as check_expected_scores
+from scheduler_core.explain.node_scores import parse_expected as parse_expected_scores
+from scheduler_core.explain.reasons import ReasonCode
 from scheduler_core.model import ClusterSnapshot, JobPhase
-from scheduler_core.node_scores import check_expected as check_expected_scores
-from scheduler_core.node_scores import parse_expected as parse_expected_scores
-from scheduler_core.reasons import ReasonCode
 from scheduler_core.scenario_fields import Ctx, Obj, parse_quantities
 
 # The reason codes of docs/semantics.md section 7, NeverFits first (reasons.ReasonCode).

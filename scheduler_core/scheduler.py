@@ -7,19 +7,20 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+from scheduler_core.explain.node_scores import top_count
 from scheduler_core.framework.conf import DEFAULT_CONF, SchedulerConf
 from scheduler_core.framework.isolation import JobError, SessionJobError, screen, set_aside
 from scheduler_core.framework.node_search import NodeScan
 from scheduler_core.framework.registry import action_builders, load_all
 from scheduler_core.framework.session import close_session, open_session
+from scheduler_core.framework.sharding import Sharding
 from scheduler_core.model import ClusterSnapshot
-from scheduler_core.node_scores import top_count
 from scheduler_core.result import SessionResult
 
 
 def run_session(snapshot: ClusterSnapshot, conf: SchedulerConf | None = None, *,
                 record_scores: bool | int | None = None, node_scan: NodeScan | None = None,
-                work_budget: int | None = None) -> SessionResult:
+                work_budget: int | None = None, sharding: Sharding | None = None) -> SessionResult:
     """Open a session, run the conf's actions in order, close it. Deterministic.
 
     The snapshot is changed in place (task statuses, node accounting): pass a fresh one.
@@ -33,6 +34,8 @@ def run_session(snapshot: ClusterSnapshot, conf: SchedulerConf | None = None, *,
     place; keep it from cycle to cycle as Volcano does (None = a fresh one, at the first node).
     `work_budget`: work units one job's evaluation may cost (framework.work_budget; 0 =
     unlimited, None = the process default); a job over it is deferred (reason Deferred).
+    `sharding`: this scheduler instance's shard (framework.sharding; None = every node), applied
+    in every action: hard mode places only inside it, soft mode tries it first.
     """
     conf = conf or DEFAULT_CONF
     load_all()
@@ -41,7 +44,7 @@ def run_session(snapshot: ClusterSnapshot, conf: SchedulerConf | None = None, *,
         screen(snapshot)
         screened = time.perf_counter() - started
         ssn = open_session(snapshot, conf, record_scores=top_count(record_scores), node_scan=node_scan,
-                           work_budget=work_budget)
+                           work_budget=work_budget, sharding=sharding)
         ssn.result.timing["screen_s"] = round(screened, 6)
         for name in conf.actions:
             builder = action_builders.get(name)
@@ -61,13 +64,14 @@ def run_session(snapshot: ClusterSnapshot, conf: SchedulerConf | None = None, *,
 def run_session_isolated(build: Callable[[], ClusterSnapshot], conf: SchedulerConf | None = None,
                          attempts: int = 4, *, record_scores: bool | int | None = None,
                          node_scan: NodeScan | None = None,
-                         work_budget: int | None = None) -> tuple[ClusterSnapshot, SessionResult]:
+                         work_budget: int | None = None,
+                         sharding: Sharding | None = None) -> tuple[ClusterSnapshot, SessionResult]:
     """run_session on `build()`; when a job's failure could not be undone inside the session
     (SessionJobError), run again on a fresh `build()` with that job set aside from the start.
 
     Returns the snapshot the result belongs to (the caller's writes need its identities).
     The last attempt's error propagates: something other than one job is wrong.
-    `record_scores`, `node_scan` and `work_budget` as for run_session (a retry starts from the
+    `record_scores`, `node_scan`, `work_budget` and `sharding` as for run_session (a retry starts from the
     index the failed attempt started from).
     """
     aside: dict[str, JobError] = {}
@@ -80,7 +84,7 @@ def run_session_isolated(build: Callable[[], ClusterSnapshot], conf: SchedulerCo
             node_scan.next_index = start
         try:
             return snapshot, run_session(snapshot, conf, record_scores=record_scores, node_scan=node_scan,
-                                         work_budget=work_budget)
+                                         work_budget=work_budget, sharding=sharding)
         except SessionJobError as exc:
             if attempt == attempts - 1 or exc.job_uid in aside:
                 raise

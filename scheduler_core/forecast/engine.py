@@ -31,7 +31,7 @@ from scheduler_core.result import SessionResult
 NEVER_CODES = frozenset({"NeverFits", "InvalidJob", "QueueClosed"})
 # Actions that only place into free room or admit: a cycle where nothing fits changes nothing.
 QUIET_ACTIONS = frozenset({"enqueue", "allocate", "backfill"})
-USAGE_FRESH_S = 300.0  # scheduler_core.plugins.usage METRICS_ACTIVE_SECONDS
+USAGE_FRESH_S = 300.0  # scheduler_core.plugins.usage.usage METRICS_ACTIVE_SECONDS
 DEFAULT_MAX_STEPS = 2000
 
 

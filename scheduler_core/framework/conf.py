@@ -217,7 +217,7 @@ def _parse_configurations(raw: Any, problems: list[str]) -> dict[str, dict[str, 
 def _check_arguments(tiers: list[Tier], configurations: dict[str, dict[str, Any]],
                      problems: list[str]) -> None:
     """Arguments whose bad values would change scheduling silently: named, not guessed."""
-    from scheduler_core.plugins.capacity_reclaim import parse_level
+    from scheduler_core.plugins.capacity.reclaim import parse_level
 
     for tier in tiers:
         for opt in tier.plugins:

@@ -7,7 +7,7 @@ Volcano's `api/types.go` names each plugin function type once (`CompareFn`, `Val
 A *companion* is an optional, faster form of a callback's answer that the plugin declares as a
 keyword argument of the registration it accompanies (`add_job_order_fn(name, fn, key_fn=...)`);
 `COMPANIONS` lists which registration takes which. A companion must agree with its primary
-callback, which one shared property test checks for every plugin (tests/core/framework/
+callback, which one shared property test checks for every plugin (tests/scheduler_core/framework/
 test_companions.py; signatures in test_signatures.py). A plugin that declares none is only slower.
 """
 

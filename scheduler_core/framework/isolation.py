@@ -188,7 +188,7 @@ def _undo(scope: GuardScope, job: JobInfo, error: JobError) -> None:
 
 def defer(ssn: Session, job: JobInfo, exc: WorkBudgetExceeded, where: str) -> None:
     """Record that the job went over its work budget: reason Deferred, once per session."""
-    from scheduler_core.reasons import ReasonCode
+    from scheduler_core.explain.reasons import ReasonCode
 
     meter = ssn.work
     if job.uid in meter.deferred:

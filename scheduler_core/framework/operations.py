@@ -15,8 +15,8 @@ from scheduler_core.framework.interface import Event, EventHandler
 from scheduler_core.model import JobInfo, NodeInfo, TaskInfo, TaskStatus
 
 if TYPE_CHECKING:
+    from scheduler_core.explain.node_scores import ScoreRecorder
     from scheduler_core.framework.node_table import NodeTable
-    from scheduler_core.node_scores import ScoreRecorder
 
 
 class SessionOperations:

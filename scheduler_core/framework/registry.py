@@ -31,6 +31,6 @@ def register_action(name: str) -> Callable[[T], T]:
 
 
 def load_all() -> None:
-    """Import every plugin and action module so their decorators run."""
-    import scheduler_core.actions  # noqa: F401
-    import scheduler_core.plugins  # noqa: F401
+    """Import the plugin and action factories so every listed class registers."""
+    import scheduler_core.actions.factory  # noqa: F401
+    import scheduler_core.plugins.factory  # noqa: F401

@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from scheduler_core.explain.node_scores import ScoreRecorder, top_count
+from scheduler_core.explain.reasons import build_reasons
 from scheduler_core.framework.callbacks import CallbackRegistry
 from scheduler_core.framework.conf import SchedulerConf
 from scheduler_core.framework.interface import (  # noqa: F401  (re-exported for plugins)
@@ -27,10 +29,9 @@ from scheduler_core.framework.node_search import FeasibleSearch, NodeScan
 from scheduler_core.framework.node_table import NodeTable
 from scheduler_core.framework.operations import SessionOperations
 from scheduler_core.framework.registry import load_all, plugin_builders
+from scheduler_core.framework.sharding import Sharding, ShardView
 from scheduler_core.framework.work_budget import WorkMeter
 from scheduler_core.model import ClusterSnapshot, JobInfo, JobPhase, NodeInfo, QueueInfo, TaskInfo, TaskStatus
-from scheduler_core.node_scores import ScoreRecorder, top_count
-from scheduler_core.reasons import build_reasons
 from scheduler_core.resources import Resource
 from scheduler_core.result import SessionResult
 
@@ -39,7 +40,8 @@ class Session(SessionOperations, CallbackRegistry):
     """Snapshot + callbacks + the operations actions use."""
 
     def __init__(self, snapshot: ClusterSnapshot, conf: SchedulerConf,
-                 node_scan: NodeScan | None = None, work_budget: int | None = None) -> None:
+                 node_scan: NodeScan | None = None, work_budget: int | None = None,
+                 sharding: Sharding | None = None) -> None:
         self.snapshot = snapshot
         self.conf = conf
         self.jobs: dict[str, JobInfo] = snapshot.jobs
@@ -54,6 +56,9 @@ class Session(SessionOperations, CallbackRegistry):
         # The feasible-node search limit of allocate's and backfill's predicate pass, with the
         # caller's rotating index (framework.node_search).
         self.node_search = FeasibleSearch(len(self.node_table), conf.options, node_scan)
+        # This scheduler's shard over the rows (framework.sharding): hard mode fails the rows
+        # outside it in `predicate`, soft mode orders the actions' candidate groups.
+        self.shard = ShardView(sharding, self.node_table)
         self.total_resource = Resource.empty()
         for node in self.node_table.nodes:
             if not node.unschedulable:
@@ -72,7 +77,7 @@ class Session(SessionOperations, CallbackRegistry):
         self.quarantined: dict[str, JobError] = dict(snapshot.set_aside)
         for uid, error in self.quarantined.items():
             self.result.job_errors[uid] = error.to_json()
-        # Per-node score recording (scheduler_core.node_scores), None = off: set by open_session.
+        # Per-node score recording (scheduler_core.explain.node_scores), None = off: set by open_session.
         self.score_recorder: ScoreRecorder | None = None
         # Work units per job against the budget (framework.work_budget); the guards name the job.
         self.work = WorkMeter(work_budget)
@@ -136,6 +141,10 @@ class Session(SessionOperations, CallbackRegistry):
         self.work.charge_task(task, len(table))
         ok = table.all_rows()
         failures: list[tuple[str, np.ndarray]] = []
+        shard_failure = self.shard.failure
+        if shard_failure is not None:  # hard sharding: outside the shard fails first, every action
+            failures.append(shard_failure)
+            ok &= ~shard_failure[1]
         for name, (fn, static) in entries:
             if static:
                 masks = self._static_pred.get((name, key))
@@ -188,7 +197,7 @@ class Session(SessionOperations, CallbackRegistry):
 
         The breakdown of `node_scores(task, mask)[rows]`, computed the same way over the same
         mask (scores normalised over the scored nodes, e.g. topology spread, depend on it);
-        plugins in callback order. Only the score recording (scheduler_core.node_scores) asks.
+        plugins in callback order. Only the score recording (scheduler_core.explain.node_scores) asks.
         """
         table = self.node_table
         n = len(table)
@@ -225,11 +234,15 @@ class Session(SessionOperations, CallbackRegistry):
         return float(self.node_scores(task, mask)[row])
 
     def best_node(self, task: TaskInfo, mask: np.ndarray) -> int | None:
-        """Row with the highest score among `mask` (ties: lowest row = name first); None if empty."""
-        if not mask.any():
-            return None
-        scores = np.where(mask, self.node_scores(task, mask), -np.inf)
-        return int(np.argmax(scores))
+        """Row with the highest score among `mask` (ties: lowest row = name first); None if empty.
+
+        Soft sharding: the best of the shard's rows in `mask`, else of the others (each group
+        scored alone)."""
+        for group in self.shard.split(mask):
+            if group.any():
+                scores = np.where(group, self.node_scores(task, group), -np.inf)
+                return int(np.argmax(scores))
+        return None
 
     # -- operations (Volcano's session/statement verbs; the bookkeeping in SessionOperations) ---
     def allocate(self, task: TaskInfo, node_name: str) -> None:
@@ -269,17 +282,19 @@ class Session(SessionOperations, CallbackRegistry):
 
 
 def open_session(snapshot: ClusterSnapshot, conf: SchedulerConf, record_scores: bool | int = False,
-                 node_scan: NodeScan | None = None, work_budget: int | None = None) -> Session:
+                 node_scan: NodeScan | None = None, work_budget: int | None = None,
+                 sharding: Sharding | None = None) -> Session:
     """Build the session and every configured plugin; call on_session_open in tier order.
 
     `record_scores` (True = top 10, N = top N) records the per-node scores of the placement
-    decisions into `result.node_scores` at close (scheduler_core.node_scores); off by default.
+    decisions into `result.node_scores` at close (scheduler_core.explain.node_scores); off by default.
     `node_scan` is the feasible-node search's rotating index the caller keeps across sessions
     (None: a fresh one, starting at the first node). `work_budget`: work units per job
-    (framework.work_budget; None = the process default).
+    (framework.work_budget; None = the process default). `sharding`: this scheduler's shard
+    (framework.sharding; None = no sharding, every node).
     """
     load_all()
-    ssn = Session(snapshot, conf, node_scan, work_budget)
+    ssn = Session(snapshot, conf, node_scan, work_budget, sharding)
     top = top_count(record_scores)
     if top:
         ssn.score_recorder = ScoreRecorder(ssn, top)
@@ -354,6 +369,7 @@ def close_session(ssn: Session) -> SessionResult:
                 plugin.on_session_close(ssn)
                 res.timing[f"plugin_{opt.name}_close_s"] = round(time.perf_counter() - started, 6)
     res.reasons = build_reasons(ssn)
+    res.sharding = ssn.shard.summary({**res.binds, **res.pipelined})
     res.work = ssn.work.summary()
     if ssn.score_recorder is not None:
         res.node_scores = ssn.score_recorder.finish(res)

@@ -17,7 +17,7 @@ from django import forms
 from django.contrib.auth import get_user_model
 from django.db.models import Q, QuerySet
 
-from scheduler_core.reasons import ReasonCode
+from scheduler_core.explain.reasons import ReasonCode
 from schedweb.core.choices import JOB_PHASES, JOB_STATE_GROUPS, TASK_STATUSES
 from schedweb.core.models import SUSPENDED_REASON, Job, Node, Queue, Task
 

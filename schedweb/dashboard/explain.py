@@ -15,7 +15,7 @@ from typing import Any
 
 from schedweb.dashboard.units import dim_label, fmt, fmt_map, output_map_to_stored
 
-# Words for a proportion round's one-word clamp (scheduler_core.plugins.proportion_deserved).
+# Words for a proportion round's one-word clamp (scheduler_core.plugins.proportion.deserved).
 _CLAMP_WORDS = {
     "request": "capped at what the queue asks for",
     "real capability": "capped at its real capability (its hard limit, or what its parents leave it)",

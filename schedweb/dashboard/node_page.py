@@ -3,7 +3,7 @@
 "Why waiting jobs pass it by" is a static check made when the page is read, not a record of the
 scheduler's tries: for the oldest waiting jobs (at most `WAITING_CHECKED`), each distinct shape of
 their waiting tasks is tested against this node with the scheduler's own selector and toleration
-rules (a nodeSelector is a plain label map; tolerations as in `scheduler_core.plugins.node_static`)
+rules (a nodeSelector is a plain label map; tolerations as in `scheduler_core.plugins.util.node_static`)
 and the node's free room, and the failures are
 counted by reason in Kubernetes' wording.
 """
@@ -17,7 +17,7 @@ from typing import Any
 from django.core.paginator import Page, Paginator
 from django.db.models import Count
 
-from scheduler_core.plugins.node_static import FILTERED_EFFECTS, taint_reason, tolerates
+from scheduler_core.plugins.util.node_static import FILTERED_EFFECTS, taint_reason, tolerates
 from schedweb.core.choices import NODE_BOUND_TASK_STATUSES, WAITING_JOB_PHASES, WAITING_TASK_STATUSES
 from schedweb.core.models import Node, Task
 from schedweb.dashboard.cluster import USAGE_FRESH

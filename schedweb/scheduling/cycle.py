@@ -21,10 +21,10 @@ from django.conf import settings
 from django.db import DatabaseError, transaction
 from django.utils import timezone
 
+from scheduler_core.explain.node_scores import recording_scores
 from scheduler_core.framework.conf import SchedulerConf, parse_conf
 from scheduler_core.framework.node_search import NodeScan
 from scheduler_core.model import ClusterSnapshot
-from scheduler_core.node_scores import recording_scores
 from scheduler_core.result import FIGURE_NAMES, SessionResult
 from scheduler_core.scheduler import gc_paused, run_session_isolated
 from schedweb.core.models import TERMINAL_JOB_PHASES, UNSCHEDULED_JOB_PHASES, SchedulerConfig, TaskStatus
@@ -72,7 +72,7 @@ def with_rescheduling_last_run(conf: SchedulerConf, now: float) -> tuple[Schedul
     option = conf.plugin("rescheduling")
     if option is None:
         return conf, False
-    from scheduler_core.plugins.rescheduling import ReschedulingPlugin
+    from scheduler_core.plugins.rescheduling.rescheduling import ReschedulingPlugin
 
     last = (CycleRun.objects.filter(rescheduling_ran=True, skipped=False).order_by("-started")
             .values_list("started", flat=True).first())

@@ -9,6 +9,10 @@
   its timings (`duration_seconds` 0), a skipped or failed CycleRun with decisions, more tasks
   stamped with a cycle's start than the cycle recorded, or a Binding/Pipelined task stamped at a
   time when no cycle is recorded (its CycleRun row is missing).
+
+All of it is read in one snapshot (REPEATABLE READ on PostgreSQL): checked while cycles run, the
+CycleRun rows and the task rows must come from the same moment, or a cycle committing between
+two of the queries looks like a partial one.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
+from django.db import connection, transaction
 from django.db.models import Count, Min
 
 from schedweb.core.models import Job, JobPhase, Node, Task, TaskStatus
@@ -139,7 +144,13 @@ def check_invariants(*, cycle_statuses: Iterable[str] = CYCLE_STATUSES) -> list[
 
     `cycle_statuses`: statuses only the cycle writes; pass () when agents set Binding themselves.
     """
-    return check_nodes() + check_tasks() + check_cycles(cycle_statuses)
+    if connection.in_atomic_block:  # the caller's transaction already fixes what is seen
+        return check_nodes() + check_tasks() + check_cycles(cycle_statuses)
+    with transaction.atomic():
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        return check_nodes() + check_tasks() + check_cycles(cycle_statuses)
 
 
 @dataclass(frozen=True)

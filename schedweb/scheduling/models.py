@@ -140,7 +140,7 @@ class TaskPlacementScores(models.Model):
     """Why a cycle put a task on its node: the node scores of the placement (issue 17 rule 9).
 
     Written by the cycle for the tasks it bound or pipelined (at most SCHEDULER_RECORD_SCORES_PER_JOB
-    a job per cycle), from `SessionResult.node_scores` (scheduler_core.node_scores): `top` holds
+    a job per cycle), from `SessionResult.node_scores` (scheduler_core.explain.node_scores): `top` holds
     the best nodes of the try, best first, and `chosen_scores` the chosen node's entry, each
     `{"node", "total", "plugins": {plugin: part}, "pipelined"}`. Pruned with their cycle.
     """

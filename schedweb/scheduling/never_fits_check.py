@@ -1,7 +1,7 @@
 """NeverFits at submit time (issue 16): the 201 of a job that already cannot run as submitted
 carries `warnings: [{code: "NeverFits", kind, message, dimension, need, limit}]`.
 
-The check is scheduler_core.never_fits' own (`NeverFitsIndex.check`), which reads only facts no
+The check is scheduler_core.explain.never_fits' own (`NeverFitsIndex.check`), which reads only facts no
 other job can change: node allocatable and static predicates, the queue limits of the active
 configuration. It runs against a *probe*: a session opened and closed on a minimal snapshot (the
 nodes without their tasks, the queue tree, one empty placeholder job per leaf queue so that flat
@@ -39,7 +39,7 @@ class Probe:
 
     fingerprint: str
     built: float           # time.monotonic() of the build
-    index: Any             # scheduler_core.never_fits.NeverFitsIndex
+    index: Any             # scheduler_core.explain.never_fits.NeverFitsIndex
     lock: threading.Lock   # the index caches per task class: one check at a time
 
 
@@ -54,8 +54,8 @@ def min_age() -> float:
 
 def build_probe(fingerprint: str, now: datetime | None = None) -> Probe:
     """Open and close a session on the nodes and queues as stored, with the active configuration."""
+    from scheduler_core.explain.reasons import CloseState
     from scheduler_core.framework.session import close_session, open_session
-    from scheduler_core.reasons import CloseState
     from schedweb.scheduling.adapter import namespace_of, node_of, priority_classes_of, queues_of
     from schedweb.scheduling.cycle import active_conf
     from schedweb.scheduling.snapshot_sql import fetch_all

@@ -1,7 +1,7 @@
 """Why a cycle put a task on its node: recording the node scores of placements, and reading them.
 
 The cycle (`cycle._run_locked`) asks scheduler_core for the top `SCHEDULER_RECORD_SCORES` nodes
-of every try (`run_session(..., record_scores=N)`, scheduler_core.node_scores), except in a burst
+of every try (`run_session(..., record_scores=N)`, scheduler_core.explain.node_scores), except in a burst
 (more than `SCHEDULER_RECORD_SCORES_MAX_PENDING` pending tasks in the snapshot: recording costs
 most in a big fill), and keeps them for the tasks it bound or pipelined, at most
 `SCHEDULER_RECORD_SCORES_PER_JOB` a job per cycle (a gang's identical tasks explain each other)
@@ -125,7 +125,7 @@ def latest_records(job_id: int) -> Any:
 
 
 def record_json(record: TaskPlacementScores) -> dict[str, Any]:
-    """One record as the API answers it (the NodeScore JSON of scheduler_core.node_scores)."""
+    """One record as the API answers it (the NodeScore JSON of scheduler_core.explain.node_scores)."""
     return {"task": record.task_name, "node": record.node, "pipelined": record.pipelined,
             "action": record.action, "cycle": record.cycle_id, "cycle_started": record.cycle.started,
             "chosen_scores": record.chosen_scores, "top": list(record.top or [])}

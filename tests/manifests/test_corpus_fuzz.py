@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from schedweb.api.manifests import ManifestError, parse_manifest
-from tests.core.test_fuzz_parsers import _mutated
+from tests.scheduler_core.test_fuzz_parsers import _mutated
 
 CORPUS = Path(__file__).resolve().parent
 SEED_FILES = ("mpi-lm-job.yaml", "job-volumes.yaml", "job-depends-on.yaml", "job-topology-policy.yaml",

@@ -36,7 +36,7 @@ def page(url: str) -> str:
 
 def output_map(stored: dict[str, float] | None) -> dict[str, float] | None:
     """Stored units (a QueueSample figure) to the reason details' output units, rounded like them
-    (scheduler_core.reason_figures.output_quantities)."""
+    (scheduler_core.explain.reason_figures.output_quantities)."""
     if stored is None:
         return None
     out = {}

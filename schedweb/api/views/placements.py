@@ -5,7 +5,7 @@
 
 Both answer `{job, uid, note, count, next, previous, results}`: the newest recorded placement of
 each of the job's tasks (newest cycle first, then by task name; `?limit=&offset=`), each with the
-chosen node's scores and the try's best nodes (scheduler_core.node_scores' NodeScore JSON), as
+chosen node's scores and the try's best nodes (scheduler_core.explain.node_scores' NodeScore JSON), as
 the job page's "Why these nodes" shows them (schedweb.scheduling.placement_scores). `note` says
 why a placed job has none ("scores not recorded: a burst of N tasks was placed ..."), else "".
 Anyone signed in reads them, as jobs.

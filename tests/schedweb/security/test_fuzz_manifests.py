@@ -14,7 +14,7 @@ from rest_framework.test import APIClient
 from schedweb.api.manifests import ManifestError, load_documents, split_documents
 from schedweb.core import services
 from schedweb.core.models import PriorityClass
-from tests.core.test_fuzz_parsers import _mutated, values
+from tests.scheduler_core.test_fuzz_parsers import _mutated, values
 from tests.schedweb.api.test_manifests import PODGROUP, QUEUES, VCJOB
 
 SEED_DOCS = [d for text in (QUEUES, PODGROUP, VCJOB) for d in yaml.safe_load_all(text)]

@@ -1,0 +1,1 @@
+"""The allocate action and its own helper modules."""

@@ -1,0 +1,1 @@
+"""The backfill action and its own helper modules."""

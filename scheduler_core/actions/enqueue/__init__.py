@@ -1,0 +1,1 @@
+"""The enqueue action and its own helper modules."""

@@ -1,0 +1,64 @@
+"""enqueue: admit Pending jobs to Inqueue (Volcano's enqueue).
+
+Queues (every queue that has a valid job) pop in queue order and are pushed back after each
+job, so admission goes round-robin one job at a time; inside a queue, Pending jobs pop in job
+order. A job is admitted when it has no `min_resources` or `job_enqueueable` votes yes; then
+the `job_enqueued` callbacks run (queue plugins reserve its `inqueue` resources) and it turns
+Inqueue. A rejected job stays Pending: the rejecting plugin records its own reason; when no
+plugin did, a generic NotEnqueued reason is recorded.
+Validity (`job_valid`) is not asked, as in Volcano: a PodGroup with no pods yet must be
+admittable, since the job controller creates its pods only after admission (allocate,
+backfill, preempt and reclaim check validity). Jobs set aside by the framework's isolation
+(`ssn.quarantined`) are skipped all the same: nothing about them may be evaluated.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from scheduler_core.actions.util.common import code
+from scheduler_core.actions.util.ordering import KeyedQueue, PriorityQueue, order_queue
+from scheduler_core.framework.interface import Action
+from scheduler_core.framework.isolation import guard
+from scheduler_core.framework.registry import register_action
+from scheduler_core.model import JobPhase
+
+if TYPE_CHECKING:
+    from scheduler_core.framework.session import Session
+    from scheduler_core.model import JobInfo
+
+
+@register_action("enqueue")
+class EnqueueAction(Action):
+    """Admit Pending jobs whose minimum resources the queues can take."""
+
+    def execute(self, ssn: Session) -> None:
+        """Round-robin over queues, one Pending job per turn."""
+        # Keyed heaps are exact here too: admitting a job changes no share or readiness.
+        queue_key, job_key = ssn.queue_order_key(), ssn.job_order_key()
+        queues = order_queue(queue_key, ssn.queue_order_fn)
+        jobs_by_queue: dict[str, PriorityQueue[JobInfo] | KeyedQueue[JobInfo]] = {}
+        for job in ssn.jobs.values():
+            if job.phase is not JobPhase.PENDING or job.queue not in ssn.queues:
+                continue
+            if job.uid in ssn.quarantined:
+                continue  # set aside (malformed or failed): never evaluated again this session
+            if job.queue not in jobs_by_queue:
+                jobs_by_queue[job.queue] = order_queue(job_key, ssn.job_order_fn)
+                queues.push(ssn.queues[job.queue])
+            jobs_by_queue[job.queue].push(job)
+        while queues:
+            queue = queues.pop()
+            jobs = jobs_by_queue[queue.name]
+            if not jobs:
+                continue
+            job = jobs.pop()
+            with guard(ssn, job, self.name):
+                if job.min_resources is None or ssn.job_enqueueable(job):
+                    ssn.job_enqueued(job)
+                    job.phase = JobPhase.INQUEUE
+                elif not ssn.reason_records.get(job.uid):
+                    ssn.record_reason(job.uid, code("NotEnqueued"),
+                                      f"job {job.uid} not enqueued: queue {queue.name} cannot take its "
+                                      "minimum resources", self.name)
+            queues.push(queue)

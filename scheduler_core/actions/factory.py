@@ -1,0 +1,22 @@
+"""The one list of actions (as upstream's actions/factory.go): importing this module registers each.
+
+A new action is one import and one entry here; nothing else discovers actions.
+"""
+
+from __future__ import annotations
+
+from scheduler_core.actions.allocate.allocate import AllocateAction
+from scheduler_core.actions.backfill.backfill import BackfillAction
+from scheduler_core.actions.enqueue.enqueue import EnqueueAction
+from scheduler_core.actions.preempt.preempt import PreemptAction
+from scheduler_core.actions.reclaim.reclaim import ReclaimAction
+from scheduler_core.framework.interface import Action
+
+# Each class registers itself (@register_action) when imported; the list is for readers and tests.
+ACTIONS: tuple[type[Action], ...] = (
+    AllocateAction,
+    BackfillAction,
+    EnqueueAction,
+    PreemptAction,
+    ReclaimAction,
+)

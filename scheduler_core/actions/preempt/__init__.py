@@ -1,0 +1,1 @@
+"""The preempt action and its own helper modules."""

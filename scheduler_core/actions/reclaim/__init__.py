@@ -1,0 +1,1 @@
+"""The reclaim action and its own helper modules."""

@@ -1,0 +1,1 @@
+"""Helpers shared by several actions (job filters, ordering); no action here."""

@@ -1,0 +1,1 @@
+"""Victim selection shared by the preempt and reclaim actions."""

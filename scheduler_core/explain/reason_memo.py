@@ -1,0 +1,174 @@
+"""Reasons rendered once per distinct input, within a session and across the sessions of a kept
+snapshot (issue 27, item 2).
+
+A waiting job's reason (after InvalidJob and NeverFits, which stay per job) is a function of a
+few inputs: the candidates recorded for it (code, plugin, details, the refusal it carries, and
+the message unless the refusal is rendered from the close figures), the fit errors of the task
+that speaks for it ("the nodes it was tried on"), its own counts (phase, gang minimum, tasks per
+status, unbound tasks), what its gang still needs, and, only for a refusal rendered from them,
+its queue and the close figures of the queue chain. `ReasonMemo.key` gathers exactly these into
+a tuple; jobs with an equal key get the same `Reason` object, so jobs of one shape in one queue
+share one rendering (and the web side one JSON text: it compares reasons by identity first).
+Reasons that quote the job itself (its uid or name in the message) are never shared.
+
+Across sessions: a snapshot kept between cycles (schedweb's incremental load) carries the
+previous session's renderings (`kept_memo`, a weak map: a fresh snapshot starts empty), so an
+unchanged job gets last cycle's very object and costs neither a rendering nor a write. Every
+`REFRESH_EVERY` sessions the renderings are dropped and everything is rendered afresh, a bound
+on the life of anything the key would have missed.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import TYPE_CHECKING, Any
+
+from scheduler_core.model import QueueState
+from scheduler_core.resources import Resource
+
+if TYPE_CHECKING:
+    from scheduler_core.explain.reason_figures import CloseFigures
+    from scheduler_core.explain.reasons import Reason
+    from scheduler_core.model import ClusterSnapshot, JobInfo, QueueInfo
+
+REFRESH_EVERY = 10  # sessions of one kept snapshot between full re-renderings
+enabled = True  # False: every job rendered on its own (the tests compare the two)
+_FIGURES = ("deserved", "allocated", "request", "inqueue", "elastic", "capability", "real_capability",
+            "guarantee")
+
+
+def freeze(value: Any) -> Any:
+    """A hashable, order-independent stand-in for a details value (dicts, lists, Resources)."""
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    if isinstance(value, dict):
+        return ("d", tuple(sorted((str(k), freeze(v)) for k, v in value.items())))
+    if isinstance(value, (list, tuple)):
+        return ("l", tuple(freeze(v) for v in value))
+    if isinstance(value, Resource):
+        return resource_key(value)
+    code = getattr(value, "value", None)
+    if isinstance(code, str):  # enums (reason codes, phases)
+        return ("e", code)
+    return ("r", repr(value))
+
+
+def resource_key(res: Resource | None) -> Any:
+    """A Resource's amounts as a tuple (None stays None)."""
+    if res is None:
+        return None
+    return ("R", res.milli_cpu, res.memory, tuple(sorted(res.scalars.items())))
+
+
+class ReasonMemo:
+    """One session's renderings by key (seeded with the kept snapshot's previous ones)."""
+
+    def __init__(self, figures: CloseFigures, previous: dict[tuple, Reason] | None = None) -> None:
+        self.figures = figures
+        self.previous = previous or {}
+        self.current: dict[tuple, Reason] = {}
+        self._chains: dict[str, tuple] = {}
+        self._queues: dict[str, tuple] = {}
+        self.hits = self.kept = self.rendered = 0
+
+    def chain_key(self, queue: str) -> tuple:
+        """The close figures of the queue's chain (root .. queue), computed once per queue."""
+        hit = self._chains.get(queue)
+        if hit is None:
+            hit = self._chains[queue] = tuple(self._queue_key(n) for n in self.figures.chain(queue))
+        return hit
+
+    def _queue_key(self, name: str) -> tuple:
+        hit = self._queues.get(name)
+        if hit is None:
+            fig = self.figures.figures[name]
+            hit = self._queues[name] = (name, fig.share, fig.weight, fig.overused,
+                                        *(resource_key(getattr(fig, f)) for f in _FIGURES))
+        return hit
+
+    def key(self, job: JobInfo, queue: QueueInfo, records: list[dict[str, Any]], fit: Any,
+            unbound: int) -> tuple:
+        """Everything the tail of reasons.job_reason reads for this job."""
+        from scheduler_core.explain.reasons import RENDERED_KEYS
+
+        recs = []
+        needs_gang = quotes_figures = False
+        figures = self.figures.figures
+        for rec in records:
+            details = rec.get("details") or {}
+            ref = details.get("refusal")
+            message = rec.get("message")
+            if ref is not None and ref.get("queue") in figures:
+                # Rendered from the close figures: the recorder's message and its mid-session
+                # view (queue_chain, limit, failed_queue) are never quoted.
+                message = None
+                quotes_figures = True
+                if ref.get("check") != "enqueue":
+                    needs_gang = True
+            kept = {k: v for k, v in details.items() if k not in RENDERED_KEYS} if details else {}
+            recs.append((str(getattr(rec.get("code"), "value", rec.get("code"))), message,
+                         rec.get("plugin"), freeze(kept), freeze(ref)))
+        # Tasks per status (empty buckets are dropped by JobInfo): gang_message's histogram.
+        counts = tuple(sorted((str(s), len(b)) for s, b in job.task_status_index.items() if b))
+        gang = None
+        if needs_gang:
+            from scheduler_core.explain.reason_figures import gang_need
+
+            gang = resource_key(gang_need(job))
+        fit_key = None if fit is None else (fit[0], tuple(sorted(fit[1].items())))
+        # The queue and its chain's figures are read only by a closed queue's message and by the
+        # rendering of a refusal: other reasons (node fit, gang) are shared across queues and
+        # outlive a change of figures they do not quote.
+        closed = queue.state is not QueueState.OPEN
+        where = job.queue if quotes_figures or closed else None
+        chain = self.chain_key(job.queue) if quotes_figures else None
+        return (where, queue.state if closed else None, job.phase, job.min_available, len(job.tasks),
+                counts, unbound, job.ready_task_num(), tuple(recs), fit_key, gang, chain)
+
+    def get(self, key: tuple) -> Reason | None:
+        """This session's rendering for the key, else the kept one from the previous session."""
+        hit = self.current.get(key)
+        if hit is not None:
+            self.hits += 1
+            return hit
+        hit = self.previous.get(key)
+        if hit is not None:
+            self.kept += 1
+            self.current[key] = hit
+        return hit
+
+    def put(self, key: tuple, job: JobInfo, reason: Reason) -> Reason:
+        """Remember a fresh rendering unless it quotes the job itself; returns it."""
+        self.rendered += 1
+        if job.uid not in reason.message and (not job.name or job.name not in reason.message):
+            self.current[key] = reason
+        return reason
+
+
+class _Kept:
+    """The renderings a kept snapshot carries from one session to the next."""
+
+    def __init__(self) -> None:
+        self.renderings: dict[tuple, Reason] = {}
+        self.sessions = 0
+
+
+_kept: weakref.WeakKeyDictionary[ClusterSnapshot, _Kept] = weakref.WeakKeyDictionary()
+
+
+def kept_memo(snapshot: ClusterSnapshot) -> dict[tuple, Reason]:
+    """The previous session's renderings on this snapshot ({} for a new one, or when due a refresh)."""
+    kept = _kept.get(snapshot)
+    if kept is None:
+        kept = _kept[snapshot] = _Kept()
+    kept.sessions += 1
+    if kept.sessions % REFRESH_EVERY == 0:
+        kept.renderings = {}
+    return kept.renderings
+
+
+def keep(snapshot: ClusterSnapshot, memo: ReasonMemo) -> None:
+    """Carry this session's renderings to the snapshot's next session."""
+    kept = _kept.get(snapshot)
+    if kept is not None:
+        kept.renderings = memo.current

@@ -1,0 +1,325 @@
+"""Why a job is still waiting: one structured reason per job with unbound tasks at session close.
+
+Actions and plugins record candidates while the session runs (`ssn.record_reason(job_uid, code,
+message, plugin, details)` into `ssn.reason_records`, `ssn.record_fit_errors(job_uid, task_uid,
+FitErrors)` into `ssn.fit_errors`); `build_reasons(ssn)` picks the most specific one per job:
+InvalidJob, NeverFits (computed here, never_fits.py), Deferred (over the work budget,
+framework.work_budget), QueueClosed, NotEnqueued,
+QueueOverCapability, QueueOverDeserved, GangUnschedulable / NodeFit, WaitingForPreemption, else
+Unknown. Wording follows Volcano.
+Exception: a job with pipelined tasks and a WaitingForPreemption record (preempt/reclaim evicted
+victims for it) gets WaitingForPreemption over a quota refusal recorded before the evictions.
+
+One source of truth: a queue refusal's record carries *what* was refused (`details["refusal"]`,
+reason_figures.refusal); its message and details are rendered here, at close, from the
+committed queue figures of the session (`ssn.result.queues`), never from the figures the
+recorder saw mid-statement. A refusal that no longer holds at close is skipped. Amounts in
+details are output units rounded to what the unit needs (reason_figures.output_amount).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
+
+from scheduler_core.model import JobPhase, QueueState, TaskStatus
+
+if TYPE_CHECKING:
+    from scheduler_core.framework.session import Session
+    from scheduler_core.model import JobInfo
+    from scheduler_core.resources import Resource
+
+GIB = 2**30
+
+
+class ReasonCode(StrEnum):
+    """Reason codes of docs/semantics.md section 7 (value = name)."""
+
+    NeverFits = "NeverFits"
+    # Not in the semantics' list: the job's evaluation went over its work budget this cycle
+    # (framework.work_budget); it is tried again next cycle.
+    Deferred = "Deferred"
+    QueueClosed = "QueueClosed"
+    InvalidJob = "InvalidJob"
+    NotEnqueued = "NotEnqueued"
+    QueueOverCapability = "QueueOverCapability"
+    QueueOverDeserved = "QueueOverDeserved"
+    GangUnschedulable = "GangUnschedulable"
+    NodeFit = "NodeFit"
+    WaitingForPreemption = "WaitingForPreemption"
+    Unknown = "Unknown"
+
+
+# Most specific first; GangUnschedulable and NodeFit share a rank (built from the job's state).
+# NeverFits is computed, never recorded: it comes right after InvalidJob (never_fits.py).
+# Deferred (the evaluation was stopped part way) outranks what the partial evaluation recorded.
+PRECEDENCE = (ReasonCode.InvalidJob, ReasonCode.NeverFits, ReasonCode.Deferred, ReasonCode.QueueClosed,
+              ReasonCode.NotEnqueued, ReasonCode.QueueOverCapability, ReasonCode.QueueOverDeserved)
+RECORDED = (ReasonCode.Deferred, ReasonCode.QueueClosed, ReasonCode.NotEnqueued,
+            ReasonCode.QueueOverCapability, ReasonCode.QueueOverDeserved)
+# Record details that are the recorder's own view mid-session: rendered again at close.
+RENDERED_KEYS = frozenset({"refusal", "queue_chain", "limit", "failed_queue"})
+# Quota refusals give way to WaitingForPreemption once preempt/reclaim pipelined the job's tasks.
+QUOTA_CODES = frozenset({ReasonCode.QueueOverCapability, ReasonCode.QueueOverDeserved})
+
+
+@dataclass(eq=False)
+class Reason:
+    """One job's reason: code, one-line message with numbers, details (queue_chain, node_failures)."""
+
+    code: ReasonCode
+    message: str
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """`{"code", "message", "details"}` as in the scenario output."""
+        return {"code": str(self.code), "message": self.message, "details": dict(self.details)}
+
+
+def _histogram(counts: Mapping[str, int]) -> list[str]:
+    # "<n> <reason>", counts descending, then by reason text: deterministic, biggest first.
+    return [f"{n} {r}" for r, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])) if n > 0]
+
+
+@dataclass(slots=True)
+class FitErrors:
+    """Why one task fitted no node: failing node count per reason (Volcano's FitErrors)."""
+
+    total_nodes: int
+    reasons: dict[str, int] = field(default_factory=dict)
+
+    def add(self, reason: str, count: int = 1) -> None:
+        """Count `count` more nodes failing for `reason`."""
+        self.reasons[reason] = self.reasons.get(reason, 0) + count
+
+    def message(self) -> str:
+        """`0/20 nodes are unavailable: 12 Insufficient cpu, 8 node(s) had untolerated taint {gpu: true}.`"""
+        return fit_message(self.total_nodes, self.reasons)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-friendly form."""
+        return {"nodes": self.total_nodes, "reasons": dict(self.reasons)}
+
+
+def fit_message(total_nodes: int, reasons: Mapping[str, int]) -> str:
+    """Volcano's node fit summary; counts sorted descending, then by reason text."""
+    parts = ", ".join(_histogram(reasons))
+    return f"0/{total_nodes} nodes are unavailable: {parts}." if parts else \
+        f"0/{total_nodes} nodes are available."
+
+
+def format_amount(name: str, stored: float) -> str:
+    """A stored amount in output units, short: cpu cores ("4", "0.5"), memory ("4Gi" or bytes)."""
+    if name == "memory":
+        if stored and stored % GIB == 0:
+            return f"{stored / GIB:g}Gi"
+        if stored and stored % 2**20 == 0:
+            return f"{stored / 2**20:g}Mi"
+        return f"{stored:.0f}"
+    return f"{round(stored / 1000, 3):g}"
+
+
+def insufficient_message(queue: str, names: Iterable[str], need: Resource, left: Resource,
+                         what: str = "resource quota") -> str:
+    """`queue training resource quota insufficient: insufficient cpu (need 10, 4 left)`.
+
+    `need` is what the job or task asks for, `left` the headroom; one clause per name.
+    """
+    clauses = [f"insufficient {n} (need {format_amount(n, need.get(n))}, "
+               f"{format_amount(n, max(left.get(n), 0.0))} left)" for n in names]
+    return f"queue {queue} {what} insufficient: " + ", ".join(clauses)
+
+
+def gang_message(job: JobInfo) -> str:
+    """`3/4 tasks in gang unschedulable: pod group is not ready, 1 Pending, 4 minAvailable`.
+
+    Unschedulable = min_available minus tasks that found a place (ready or pipelined).
+    Task counts are listed per status in status order, then minAvailable (as Volcano's FitError).
+    """
+    placed = job.ready_task_num() + job.waiting_task_num()
+    unready = max(job.min_available - placed, 0)
+    statuses = [f"{job.count(s)} {s.value}" for s in TaskStatus if job.count(s)]
+    hist = ", ".join([*statuses, f"{job.min_available} minAvailable"])
+    return f"{unready}/{len(job.tasks)} tasks in gang unschedulable: pod group is not ready, {hist}"
+
+
+def unbound_tasks(ssn: Session, job: JobInfo) -> list[str]:
+    """Uids of the job's tasks without a node binding at close (Pending, Pipelined, unbound Allocated)."""
+    out = [t.uid for t in job.tasks_in(TaskStatus.PENDING, TaskStatus.PIPELINED)]
+    out.extend(t.uid for t in job.tasks_in(TaskStatus.ALLOCATED) if t.uid not in ssn.result.binds)
+    return sorted(out)
+
+
+def _code(value: Any) -> ReasonCode:
+    try:
+        return ReasonCode(str(getattr(value, "value", value)))
+    except ValueError:
+        return ReasonCode.Unknown
+
+
+def _fit_of(ssn: Session, job: JobInfo, unbound: list[str]) -> tuple[int, dict[str, int]] | None:
+    # The first unbound task (by uid) that recorded fit errors speaks for the job: every
+    # summary is about one task ("0/N nodes"), so counts are not summed across tasks.
+    recorded = getattr(ssn, "fit_errors", {}).get(job.uid) or {}
+    for uid in unbound:
+        fe = recorded.get(uid)
+        if fe is not None:
+            return int(fe.total_nodes), {str(k): int(v) for k, v in fe.reasons.items()}
+    return None
+
+
+def _details(chosen: dict[str, Any] | None, fit: tuple[int, dict[str, int]] | None) -> dict[str, Any]:
+    # The chosen record's own details, less what the recorder measured mid-session.
+    details: dict[str, Any] = {}
+    if chosen and chosen.get("details"):
+        details = {k: v for k, v in chosen["details"].items() if k not in RENDERED_KEYS}
+    if fit and fit[1]:
+        details["node_failures"] = dict(sorted(fit[1].items()))
+    return details
+
+
+def job_reason(ssn: Session, job: JobInfo, unbound: list[str], close: Any = None) -> Reason:
+    """The most specific reason for one job (see the module docstring for the order).
+
+    `close` is build_reasons' per-session CloseState (figures, NeverFits index); built when None.
+    """
+    if close is None:
+        close = CloseState(ssn)
+    records = list(getattr(ssn, "reason_records", {}).get(job.uid) or [])
+    fit = _fit_of(ssn, job, unbound)
+    by_code: dict[ReasonCode, list[dict[str, Any]]] = {}
+    for rec in records:  # recording order within each code
+        by_code.setdefault(_code(rec.get("code")), []).append(rec)
+
+    def first(code: ReasonCode) -> dict[str, Any] | None:
+        recs = by_code.get(code)
+        return recs[0] if recs else None
+
+    def pick(code: ReasonCode, message: str, rec: dict[str, Any] | None = None) -> Reason:
+        return Reason(code, message, _details(rec, fit))
+
+    queue = ssn.queues.get(job.queue)
+    rec = first(ReasonCode.InvalidJob)
+    if rec is not None:
+        return pick(ReasonCode.InvalidJob, str(rec.get("message", "")), rec)
+    if queue is None:
+        return pick(ReasonCode.InvalidJob, f"queue {job.queue} does not exist")
+    invalid = ssn.job_valid(job)
+    if invalid is not None:
+        return pick(ReasonCode.InvalidJob, invalid.message or invalid.reason or "job is not valid")
+    never = close.never_fits.check(job)
+    if never is not None:
+        never.details.update(_details(None, fit))  # node_failures of this session's tries
+        return never
+    memo = getattr(close, "memo", None)
+    if memo is None:
+        return _tail_reason(close, job, unbound, by_code, fit, queue)
+    key = memo.key(job, queue, records, fit, len(unbound))
+    hit = memo.get(key)
+    if hit is not None:
+        return hit
+    return memo.put(key, job, _tail_reason(close, job, unbound, by_code, fit, queue))
+
+
+def _tail_reason(close: Any, job: JobInfo, unbound: list[str],
+                 by_code: dict[ReasonCode, list[dict[str, Any]]],
+                 fit: tuple[int, dict[str, int]] | None, queue: Any) -> Reason:
+    """job_reason after InvalidJob and NeverFits: a function of what ReasonMemo.key gathers."""
+
+    def first(code: ReasonCode) -> dict[str, Any] | None:
+        recs = by_code.get(code)
+        return recs[0] if recs else None
+
+    def pick(code: ReasonCode, message: str, rec: dict[str, Any] | None = None) -> Reason:
+        return Reason(code, message, _details(rec, fit))
+
+    if ReasonCode.QueueClosed not in by_code and queue.state is not QueueState.OPEN:
+        return pick(ReasonCode.QueueClosed, f"queue {queue.name} is {queue.state.value.lower()}")
+    # preempt / reclaim pipelined tasks of this job after evicting victims: a quota refusal
+    # recorded before those evictions (allocate, or the preemptor's first allocatable check)
+    # no longer describes what the job waits for.
+    waiting_rec = first(ReasonCode.WaitingForPreemption) if job.waiting_task_num() else None
+    for code in RECORDED:
+        for rec in by_code.get(code, ()):
+            if waiting_rec is not None and code in QUOTA_CODES:
+                return pick(ReasonCode.WaitingForPreemption, str(waiting_rec.get("message", "")), waiting_rec)
+            if code in QUOTA_CODES:
+                ref = (rec.get("details") or {}).get("refusal")
+                if ref is not None and ref.get("queue") in close.figures.figures:
+                    rendered = close.figures.render(job, ref)
+                    if rendered is None:
+                        continue  # stale: the close figures have room for it now
+                    details = _details(rec, fit)
+                    details.update(rendered[1])
+                    return Reason(code, rendered[0], details)
+                return pick(code, str(rec.get("message", "")), rec)  # no figures: no numbers
+            return pick(code, str(rec.get("message", "")), rec)
+    if job.phase is JobPhase.PENDING:
+        return pick(ReasonCode.NotEnqueued, f"job {job.uid} is not enqueued yet")
+
+    fit_text = fit_message(*fit) if fit and fit[1] else ""
+    placed = job.ready_task_num() + job.waiting_task_num()
+    if job.min_available > 1 and placed < job.min_available:
+        text = gang_message(job) + (f"; {fit_text}" if fit_text else "")
+        return pick(ReasonCode.GangUnschedulable, text, first(ReasonCode.GangUnschedulable))
+    if fit_text:
+        return pick(ReasonCode.NodeFit, fit_text, first(ReasonCode.NodeFit))
+    for code in (ReasonCode.GangUnschedulable, ReasonCode.NodeFit, ReasonCode.WaitingForPreemption):
+        rec = first(code)
+        if rec is not None:
+            return pick(code, str(rec.get("message", "")), rec)
+    waiting = job.waiting_task_num()
+    if waiting:
+        return pick(ReasonCode.WaitingForPreemption,
+                    f"{waiting} task(s) pipelined, waiting for resources being released")
+    rec = first(ReasonCode.Unknown)
+    if rec is not None:
+        return pick(ReasonCode.Unknown, str(rec.get("message", "")), rec)
+    return pick(ReasonCode.Unknown, f"{len(unbound)} task(s) not scheduled; no action recorded why")
+
+
+class CloseState:
+    """What build_reasons computes once per session: the close figures, the NeverFits index and
+    the renderings shared by jobs with the same inputs (`memo`, reason_memo; None = every job
+    rendered on its own)."""
+
+    def __init__(self, ssn: Session, memo: bool = False) -> None:
+        from scheduler_core.explain.never_fits import NeverFitsIndex
+        from scheduler_core.explain.reason_figures import CloseFigures
+        from scheduler_core.explain.reason_memo import ReasonMemo, kept_memo
+
+        self.figures = CloseFigures(ssn)
+        self.never_fits = NeverFitsIndex(ssn, self.figures)
+        self.memo = ReasonMemo(self.figures, kept_memo(ssn.snapshot)) if memo else None
+
+
+def build_reasons(ssn: Session) -> dict[str, Reason]:
+    """One Reason per job (uid order) that still has unbound tasks when the session closes.
+
+    A job set aside (framework.isolation) gets InvalidJob with the error, whatever its tasks:
+    its waiting tasks were taken out of the session. A job whose reason cannot be built is set
+    aside here too, rather than failing every other job's answer.
+    """
+    from scheduler_core.explain import reason_memo
+    from scheduler_core.framework.isolation import error_of
+
+    out: dict[str, Reason] = {}
+    close = CloseState(ssn, memo=reason_memo.enabled)
+    for uid in sorted(ssn.jobs):
+        job = ssn.jobs[uid]
+        if uid not in ssn.quarantined:
+            unbound = unbound_tasks(ssn, job)
+            if not unbound:
+                continue
+            try:
+                out[uid] = job_reason(ssn, job, unbound, close)
+                continue
+            except Exception as exc:
+                ssn.quarantine(job, error_of(exc, "reasons"))
+        error = ssn.quarantined[uid]
+        out[uid] = Reason(ReasonCode.InvalidJob, error.reason_message(), {"error": error.to_json()})
+    if close.memo is not None:
+        reason_memo.keep(ssn.snapshot, close.memo)
+    return out

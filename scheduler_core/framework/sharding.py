@@ -1,0 +1,119 @@
+"""Scheduler sharding: the shard this scheduler instance owns (Volcano >= 1.12's
+`--scheduler-sharding-mode`; docs/semantics.md, "Scheduler sharding").
+
+A scheduler instance owns a shard, a set of node names (upstream `NodesInShard`: what its
+NodeShard desires minus the nodes other shards still use). The caller passes a `Sharding` to
+`run_session(..., sharding=...)`; the session turns it into a `ShardView` over its NodeTable
+rows (`ssn.shard`) that the actions ask:
+- `none` (the default, also `sharding=None`): every node, nothing changes;
+- `hard`: a node outside the shard fails the predicate pass of every action with the fit error
+  `NOT_IN_SHARD` (`Session.predicate` and preempt/reclaim's candidate nodes apply `failure`);
+- `soft`: every node stays feasible, but candidates are tried in groups, the first group with a
+  node wins: `groups` is (shard rows, other rows), and allocate splits its idle and future-idle
+  gradients by it (idle in shard, idle elsewhere, future idle in shard, future idle elsewhere);
+  backfill, preempt and reclaim try the shard first, then the rest. Scores only order nodes
+  inside a group.
+Names in `nodes_in_shard` that the snapshot does not hold are ignored (a node that left).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from scheduler_core.framework.node_table import NodeTable
+
+NONE, HARD, SOFT = "none", "hard", "soft"
+MODES = (NONE, HARD, SOFT)
+# Upstream's fit error for a node outside the shard in hard mode (PredicateNodes).
+NOT_IN_SHARD = "node isn't in scheduler node shard"
+
+
+@dataclass(frozen=True)
+class Sharding:
+    """This scheduler's sharding: mode, the shard's name and the node names in it."""
+
+    mode: str = NONE
+    shard_name: str = ""
+    nodes_in_shard: frozenset[str] = field(default_factory=frozenset)
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ValueError(f"unknown sharding mode {self.mode!r} (expected one of: {', '.join(MODES)})")
+        if not isinstance(self.nodes_in_shard, frozenset):
+            object.__setattr__(self, "nodes_in_shard", frozenset(self.nodes_in_shard))
+
+    @classmethod
+    def of(cls, mode: str, shard_name: str = "", nodes: Iterable[str] = ()) -> Sharding:
+        """A Sharding from any iterable of node names."""
+        return cls(mode, shard_name, frozenset(nodes))
+
+    def to_json(self) -> dict[str, Any]:
+        """`{mode, shard_name, nodes_in_shard}` (names sorted)."""
+        return {"mode": self.mode, "shard_name": self.shard_name,
+                "nodes_in_shard": sorted(self.nodes_in_shard)}
+
+
+class ShardView:
+    """One session's shard over its NodeTable rows (read-only masks)."""
+
+    __slots__ = ("sharding", "mode", "soft", "in_shard", "failure", "groups")
+
+    def __init__(self, sharding: Sharding | None, table: NodeTable) -> None:
+        self.sharding = sharding
+        self.mode = NONE if sharding is None else sharding.mode
+        self.soft = self.mode == SOFT
+        n = len(table)
+        if self.mode == NONE:
+            self.in_shard = np.ones(n, dtype=bool)
+        else:
+            assert sharding is not None
+            self.in_shard = np.fromiter((name in sharding.nodes_in_shard for name in table.names),
+                                        dtype=bool, count=n)
+        self.in_shard.flags.writeable = False
+        # Hard mode: (fit error, rows outside the shard) for the predicate pass; else None.
+        self.failure: tuple[str, np.ndarray] | None = None
+        if self.mode == HARD and not self.in_shard.all():
+            outside = ~self.in_shard
+            outside.flags.writeable = False
+            self.failure = (NOT_IN_SHARD, outside)
+        # Soft mode: the row groups, tried in order (shard, then the rest); else one group, None
+        # (every row), so that callers loop the same way at no cost.
+        self.groups: tuple[np.ndarray | None, ...] = (None,)
+        if self.soft:
+            outside = ~self.in_shard
+            outside.flags.writeable = False
+            self.groups = (self.in_shard, outside)
+
+    def same_group(self, row: int) -> np.ndarray | None:
+        """Soft mode: the group of `row` (a mask); else None (every row)."""
+        if not self.soft:
+            return None
+        return self.groups[0] if self.in_shard[row] else self.groups[1]
+
+    def ordered(self, rows: np.ndarray) -> list[int]:
+        """The rows of a mask in name order, in soft mode the shard's first (reclaim's walk)."""
+        if not self.soft:
+            return np.flatnonzero(rows).tolist()
+        return np.flatnonzero(rows & self.in_shard).tolist() + np.flatnonzero(rows & ~self.in_shard).tolist()
+
+    def split(self, rows: np.ndarray) -> list[np.ndarray]:
+        """A mask cut into the groups, in the order they are tried ([rows] unless soft)."""
+        if not self.soft:
+            return [rows]
+        return [rows & self.in_shard, rows & ~self.in_shard]
+
+    def summary(self, placed: dict[str, str]) -> dict[str, Any] | None:
+        """The sharding view of `simulate --json`: the Sharding plus, of the `placed` tasks
+        (task -> node), those outside the shard; None when the session had no sharding."""
+        if self.sharding is None:
+            return None
+        out = self.sharding.to_json()
+        if self.mode != NONE:
+            inside = self.sharding.nodes_in_shard
+            out["placed_outside_shard"] = {t: n for t, n in sorted(placed.items()) if n not in inside}
+        return out

@@ -1,0 +1,1 @@
+"""The binpack plugin and its own helper modules."""

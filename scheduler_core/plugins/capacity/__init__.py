@@ -1,0 +1,1 @@
+"""The capacity plugin and its own helper modules."""

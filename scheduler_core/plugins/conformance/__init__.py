@@ -1,0 +1,1 @@
+"""The conformance plugin and its own helper modules."""

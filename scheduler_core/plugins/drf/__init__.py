@@ -1,0 +1,1 @@
+"""The drf plugin and its own helper modules."""

@@ -1,0 +1,1 @@
+"""The gang plugin and its own helper modules."""

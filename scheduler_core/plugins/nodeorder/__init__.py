@@ -1,0 +1,1 @@
+"""The nodeorder plugin and its own helper modules."""

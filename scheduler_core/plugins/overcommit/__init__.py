@@ -1,0 +1,1 @@
+"""The overcommit plugin and its own helper modules."""

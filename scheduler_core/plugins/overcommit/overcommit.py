@@ -1,0 +1,119 @@
+"""overcommit: admit jobs against a virtual pool `total x factor - used` (as in Volcano).
+
+Arguments: `overcommit-factor` (default 1.2; a value below 1 or not a number is replaced by the
+default, with a warning in `result.warnings`). At session open: idle = total allocatable of
+schedulable nodes x factor - sum of every node's used; inqueue = min_resources of Inqueue jobs
+plus, for Running jobs with min_resources whose allocated task count reached min_available
+(and Inqueue jobs in that state: bound last cycle), the part of min_resources not yet allocated.
+Job enqueueable: best-effort jobs (no min_resources) are permitted; otherwise permit when
+inqueue + min_req <= idle on the dimensions min_req asks for, else reject (recorded as
+NotEnqueued with the numbers). Job enqueued: inqueue += min_req.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+from scheduler_core.explain.reasons import ReasonCode, format_amount
+from scheduler_core.framework.interface import Plugin
+from scheduler_core.framework.registry import register_plugin
+from scheduler_core.model import ALLOCATED_STATUSES, JobPhase
+from scheduler_core.resources import Resource, exceeded_part
+
+if TYPE_CHECKING:
+    from scheduler_core.framework.session import Session
+    from scheduler_core.model import JobInfo
+
+PERMIT, ABSTAIN, REJECT = 1, 0, -1
+DEFAULT_FACTOR = 1.2
+FACTOR_ARG = "overcommit-factor"
+
+
+def parse_factor(arguments: dict[str, Any]) -> tuple[float, str | None]:
+    """(factor, warning or None) from the plugin arguments."""
+    raw = arguments.get(FACTOR_ARG)
+    if raw is None:
+        return DEFAULT_FACTOR, None
+    try:
+        value = float(raw) if not isinstance(raw, bool) else math.nan
+    except (TypeError, ValueError):
+        value = math.nan
+    if not math.isfinite(value) or value < 1.0:
+        return DEFAULT_FACTOR, (f"overcommit: invalid {FACTOR_ARG} {raw!r}: it cannot be less than 1, "
+                                f"using the default {DEFAULT_FACTOR}")
+    return value, None
+
+
+def job_inqueue_reservation(job: JobInfo) -> Resource | None:
+    """What a job holds in the inqueue pool, or None (Volcano's overcommit session open).
+
+    An Inqueue job already holding min_available allocated tasks counts as Running (it was bound
+    last cycle; Volcano's session close would have made it Running), so its used resources are
+    not reserved a second time.
+    """
+    if job.min_resources is None:
+        return None
+    holds_gang = job.count(*ALLOCATED_STATUSES) >= job.min_available
+    if job.phase is JobPhase.INQUEUE and not holds_gang:
+        return job.deducted_min_resources()
+    if job.phase in (JobPhase.RUNNING, JobPhase.INQUEUE) and holds_gang:
+        # util.GetInqueueResource: the part of min_resources not allocated yet.
+        return exceeded_part(job.get_min_resources(), job.allocated)
+    return None
+
+
+@register_plugin("overcommit")
+class OvercommitPlugin(Plugin):
+    """Cluster-level enqueue gate with an over-committed idle pool."""
+
+    def __init__(self, arguments: dict[str, Any] | None = None) -> None:
+        super().__init__(arguments)
+        self.factor, self.warning = parse_factor(self.arguments)
+        self.total_resource = Resource.empty()
+        self.idle_resource = Resource.empty()
+        self.inqueue_resource = Resource.empty()
+
+    def on_session_open(self, ssn: Session) -> None:
+        """Compute the pool and register job enqueueable / enqueued."""
+        if self.warning:
+            ssn.result.warnings.append(self.warning)
+        self.total_resource = ssn.total_resource.clone()
+        used = Resource.empty()
+        for node in ssn.nodes.values():
+            used.add(node.used)
+        self.idle_resource = self.total_resource.clone().multi(self.factor).sub_without_assert(used)
+        self.inqueue_resource = Resource.empty()
+        for job in ssn.jobs.values():
+            held = job_inqueue_reservation(job)
+            if held is not None:
+                self.inqueue_resource.add(held)
+        ssn.add_job_enqueueable_fn(self.name, lambda job: self.job_enqueueable(ssn, job))
+        ssn.add_job_enqueued_fn(self.name, self.job_enqueued)
+
+    def job_enqueueable(self, ssn: Session, job: JobInfo) -> int:
+        """Permit when the job's min resources fit the pool left after other inqueue jobs."""
+        if job.min_resources is None:
+            return PERMIT
+        min_req = job.get_min_resources()
+        ok, names = self.inqueue_resource.clone().add(min_req).less_equal_with_dimension_and_resources_name(
+            self.idle_resource, min_req)
+        if ok:
+            return PERMIT
+        left = self.idle_resource.clone().sub_without_assert(self.inqueue_resource)
+        clauses = ", ".join(f"insufficient {n} (need {format_amount(n, min_req.get(n))}, "
+                            f"{format_amount(n, max(left.get(n), 0.0))} left)" for n in names)
+        ssn.record_reason(job.uid, ReasonCode.NotEnqueued,
+                          f"resource in cluster is overused (overcommit factor {self.factor:g}): {clauses}",
+                          self.name)
+        return REJECT
+
+    def job_enqueued(self, job: JobInfo) -> None:
+        """Reserve the admitted job's min resources in the inqueue pool."""
+        if job.min_resources is not None:
+            self.inqueue_resource.add(job.deducted_min_resources())
+
+    def on_session_close(self, ssn: Session) -> None:
+        """Drop per-session state."""
+        self.idle_resource = Resource.empty()
+        self.inqueue_resource = Resource.empty()

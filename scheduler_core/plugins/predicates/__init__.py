@@ -1,0 +1,1 @@
+"""The predicates plugin and its own helper modules."""

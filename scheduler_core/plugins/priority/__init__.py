@@ -1,0 +1,1 @@
+"""The priority plugin and its own helper modules."""

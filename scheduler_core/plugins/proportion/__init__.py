@@ -1,0 +1,1 @@
+"""The proportion plugin and its own helper modules."""

@@ -1,0 +1,1 @@
+"""The rescheduling plugin and its own helper modules."""

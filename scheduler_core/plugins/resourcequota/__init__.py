@@ -1,0 +1,1 @@
+"""The resourcequota plugin and its own helper modules."""

@@ -1,0 +1,1 @@
+"""The sla plugin and its own helper modules."""

@@ -1,0 +1,1 @@
+"""The usage plugin and its own helper modules."""

@@ -1,0 +1,1 @@
+"""Helpers shared by several plugins (and read by actions and explanations); no plugin here."""
