@@ -68,7 +68,7 @@ soak: services venv
 	@status=0; \
 	$(SOAK_ENV) $(PY) -m pytest tests/reliability tests/scheduler_core -m soak -p no:cacheprovider $(PYTEST_ARGS) || status=1; \
 	$(SOAK_ENV) SOAK_REPORT_NAME=properties $(PY) -m pytest -q -p no:cacheprovider -m "hypothesis and not soak" \
-		-p tests.reliability.soak_plugin tests/scheduler_core tests/schedweb \
+		-p tests.reliability.soak_plugin tests/scheduler_core tests/schedweb tests/schedctl \
 		--deselect tests/schedweb/security/test_schemathesis.py::test_no_operation_answers_5xx \
 		--deselect tests/schedweb/security/test_schemathesis.py::test_stateful_workflows_never_answer_5xx \
 		|| status=1; \

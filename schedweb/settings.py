@@ -99,11 +99,11 @@ FORECAST_HORIZON_S = float(os.environ.get("FORECAST_HORIZON_S", "86400"))
 FORECAST_MAX_STEPS = int(os.environ.get("FORECAST_MAX_STEPS", "2000"))
 FORECAST_HISTORY_TASKS = int(os.environ.get("FORECAST_HISTORY_TASKS", "200"))
 
-# Apps of this project, in floor order (docs/architecture.md: an app imports only apps listed
-# before it; the dashboard and the API share the top floor). Order matters to Django only for
-# template lookup.
+# Apps of this project, in floor order (docs/architecture.md, "Floors"; tests/schedweb/
+# test_layering.py): an app imports only apps listed before it, and the API and the dashboard,
+# the top floor, never import each other. Order matters to Django only for template lookup.
 PROJECT_APPS = [
-    "schedweb.http", "schedweb.core", "schedweb.scheduling", "schedweb.api", "schedweb.audit",
+    "schedweb.http", "schedweb.audit", "schedweb.core", "schedweb.scheduling", "schedweb.api",
     "schedweb.dashboard",
 ]
 

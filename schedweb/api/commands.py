@@ -8,19 +8,18 @@ from __future__ import annotations
 
 import hashlib
 import json
-from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError
 from rest_framework.exceptions import PermissionDenied
 
 from schedweb.api import limits
 from schedweb.api.exceptions import IdempotencyKeyReused
 from schedweb.core import services
 from schedweb.core.access import QueueAccess
-from schedweb.core.job_store import QueueRef, insert_drafts, load_context, resolve
+from schedweb.core.job_store import QueueRef, load_context, resolve
 from schedweb.core.job_submission import JobDraft, JobExists, PendingBudget, draft_job
 from schedweb.core.models import ROOT_QUEUE_NAME, Job, PriorityClass, Queue
 from schedweb.core.queue_locks import QueueChanged
@@ -265,8 +264,7 @@ def _insert(access: QueueAccess, items: list[SubmitItem], drafts: list[JobDraft]
         if not todo:
             return
         try:
-            with _savepoint():
-                built = insert_drafts([drafts[i] for i in todo])
+            built = services.jobs_insert(drafts=[drafts[i] for i in todo])
             break
         except QueueChanged as exc:  # a queue deleted or split since the read: its items are 409s
             for i in todo:
@@ -315,10 +313,6 @@ def _recheck(access: QueueAccess, items: list[SubmitItem], drafts: list[JobDraft
     for i, pk in replays.items():
         outcomes[i].job = stored.get(pk)
     return found
-
-
-def _savepoint() -> Any:
-    return transaction.atomic() if connection.in_atomic_block else nullcontext()
 
 
 def job_submit(*, access: QueueAccess, data: dict[str, Any], idempotency_key: str | None = None,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.urls import include, path, re_path
 from rest_framework.routers import DefaultRouter
 
+from schedweb.api.audit.views import AuditEntryViewSet
 from schedweb.api.exceptions import NotFoundView
 from schedweb.api.views.batch import JobBatchView, JobBulkCancelView
 from schedweb.api.views.cluster import NamespaceQuotaViewSet, PriorityClassViewSet, SchedulerConfigViewSet
@@ -19,7 +20,6 @@ from schedweb.api.views.preview import QueuePreviewView
 from schedweb.api.views.queues import QueueViewSet
 from schedweb.api.views.schema import DocsView, SchemaView
 from schedweb.api.views.tokens import TokenViewSet
-from schedweb.audit.api.views import AuditEntryViewSet
 
 app_name = "api"
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from schedweb.audit.context import current_request_info
+from schedweb.audit.diff import diff as field_diff
 from schedweb.audit.models import AuditEntry
-from schedweb.audit.snapshots import diff as field_diff
 
 SYSTEM_ACTOR = "system"
 

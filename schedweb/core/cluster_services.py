@@ -8,8 +8,8 @@ from typing import Any
 from django.db import transaction
 from django.db.models import Max
 
-from schedweb.audit import snapshots
 from schedweb.audit.models import AuditAction, AuditObjectType
+from schedweb.core import snapshots
 from schedweb.core.models import NamespaceQuota, PreemptionPolicy, PriorityClass, SchedulerConfig
 from schedweb.core.service_base import UNSET, FieldChecks, audit, check_unique_name, field_check
 from schedweb.core.validation import (

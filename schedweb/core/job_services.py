@@ -9,13 +9,14 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from schedweb.audit import snapshots
 from schedweb.audit.context import current_request_info
 from schedweb.audit.models import AuditAction, AuditObjectType
 from schedweb.audit.services import SYSTEM_ACTOR
 from schedweb.audit.services import record as audit_record
+from schedweb.core import snapshots
 from schedweb.core.job_store import insert_drafts, load_context, resolve
 from schedweb.core.job_submission import (
+    JobDraft,
     JobExists,
     check_job_shape,
     check_task,
@@ -123,6 +124,16 @@ def job_submit(*, namespace: str, name: str, queue: Queue | str | None = None, t
     except IntegrityError as exc:
         raise integrity_error(exc, namespace, name) from None
     return job
+
+
+def jobs_insert(*, drafts: list[JobDraft]) -> list[tuple[Job, list[dict[str, Any]]]]:
+    """Write drafts already checked against one read (the API's batch path,
+    schedweb.api.commands.submit_jobs: idempotency, rights, limits) in one statement, inside a
+    savepoint of the caller's transaction; returns each job with its task rows
+    (schedweb.core.job_store.insert_drafts). A name or key taken since the read raises
+    IntegrityError, a queue deleted or split QueueChanged: the caller answers them per item."""
+    with _savepoint():
+        return insert_drafts(drafts)
 
 
 def integrity_error(exc: IntegrityError, namespace: str, name: str) -> Exception:

@@ -7,8 +7,8 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from schedweb.audit import snapshots
 from schedweb.audit.models import AuditAction, AuditObjectType
+from schedweb.core import snapshots
 from schedweb.core.models import NODE_BOUND_TASK_STATUSES, Node
 from schedweb.core.service_base import UNSET, FieldChecks, as_bool, audit, check_unique_name, field_check
 from schedweb.core.validation import check_string_map, check_taints, fail, parse_resources

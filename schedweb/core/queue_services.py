@@ -8,8 +8,8 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from schedweb.audit import snapshots
 from schedweb.audit.models import AuditAction, AuditObjectType
+from schedweb.core import snapshots
 from schedweb.core.access import QueueAccess
 from schedweb.core.default_queue import default_queue_name
 from schedweb.core.models import ROOT_QUEUE_NAME, TERMINAL_JOB_PHASES, Queue, QueueState

@@ -1,4 +1,6 @@
-"""All writes to the cluster objects. Admin, API and UI call these and nothing else.
+"""All writes to the cluster objects. Admin, API (single, batch and manifest submissions through
+schedweb.api.commands) and UI call these and nothing else; the stores below them (job_store's
+one-statement insert, queue_locks) are their implementation.
 
 Keyword-only arguments; each service is atomic and raises
 django.core.exceptions.ValidationError({field: [message]}) and saves nothing on bad input.
@@ -17,13 +19,14 @@ from schedweb.core.cluster_services import (
     scheduler_config_activate,
 )
 from schedweb.core.job_apply import job_set_passthrough, job_update
-from schedweb.core.job_services import job_cancel, job_submit, task_set_status
+from schedweb.core.job_services import job_cancel, job_submit, jobs_insert, task_set_status
 from schedweb.core.node_services import node_create, node_delete, node_heartbeat, node_update
 from schedweb.core.queue_services import queue_create, queue_delete, queue_set_state, queue_update
 from schedweb.core.service_base import UNSET
 
 __all__ = [
-    "UNSET", "job_cancel", "job_set_passthrough", "job_submit", "job_update", "namespace_quota_set",
+    "UNSET", "job_cancel", "job_set_passthrough", "job_submit", "job_update", "jobs_insert",
+    "namespace_quota_set",
     "node_create", "node_delete",
     "node_heartbeat", "node_update", "priority_class_create", "priority_class_delete",
     "priority_class_update", "queue_create", "queue_delete", "queue_set_state", "queue_update",

@@ -34,12 +34,8 @@ from schedweb.dashboard.job_reason import (
     never_fits_sentence,
     quota_sentence,
 )
-from schedweb.dashboard.pending import (
-    failure_summary,
-    queue_position,
-    reason_label,
-    reason_sentence,
-)
+from schedweb.dashboard.pending import queue_position
+from schedweb.dashboard.reason_text import failure_summary, reason_label, reason_sentence
 from schedweb.dashboard.views.common import load_figures
 from schedweb.dashboard.why_nodes import why_nodes
 

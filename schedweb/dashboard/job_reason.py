@@ -202,3 +202,14 @@ def insufficient_rows(details: Mapping[str, Any]) -> list[dict[str, str]]:
         out.append({"dim": dim_label(d), "need": fmt_output(d, v.get("need")),
                     "left": fmt_output(d, v.get("left"))})
     return out
+
+
+def row_sentence(code: str, message: str, details: Mapping[str, object] | None) -> str:
+    """The one line a list row shows: NeverFits and quota reasons from their figures (human
+    units), any other reason as the scheduler worded it."""
+    details = details if isinstance(details, Mapping) else {}
+    if code == "NeverFits" and details.get("kind"):
+        return never_fits_sentence(details, message)
+    if code in ("QueueOverDeserved", "QueueOverCapability"):
+        return quota_sentence(details) or message
+    return message

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 
 from django.db.models import Count
 
+from schedweb.dashboard.pending import waiting_jobs
+
 SHARE_CODES = ("QueueOverDeserved", "QueueOverCapability")
 
 
@@ -29,8 +31,6 @@ class ShareWait:
 
 def share_waits() -> dict[str, ShareWait]:
     """{queue name: ShareWait} over the waiting jobs (schedweb.dashboard.pending.waiting_jobs)."""
-    from schedweb.dashboard.pending import waiting_jobs
-
     rows = (waiting_jobs().filter(reason_code__in=SHARE_CODES)
             .values("reason_code", "reason_details__queue", "reason_details__limit_figure",
                     "reason_details__insufficient")

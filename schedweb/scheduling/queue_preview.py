@@ -45,9 +45,10 @@ from scheduler_core.model import ClusterSnapshot, QueueInfo
 from scheduler_core.resources import Resource
 from scheduler_core.result import QueueFigures, SessionResult
 from scheduler_core.scheduler import run_session_isolated
-from schedweb.audit.snapshots import diff, queue_snapshot
+from schedweb.audit.diff import diff
 from schedweb.core.models import Queue
 from schedweb.core.queue_limits import amount as stored_amount
+from schedweb.core.snapshots import queue_snapshot
 from schedweb.core.validation import resources_for_input
 from schedweb.scheduling.adapter import load_state, queues_of
 from schedweb.scheduling.cycle import active_conf, with_rescheduling_last_run

@@ -1,19 +1,17 @@
-"""Dry run of a submission: where a job would go in the next cycle, on the current state.
+"""Dry run of a submission: where jobs would go in the next cycle, on the current state.
 
-    preview_submission(job_data, user)
+    preview_jobs(state, ["ml/train"], now=now)["ml/train"]
     # {"job": "ml/train", "placement": "bound", "nodes": {"train-0": "n1"}, "pipelined": {},
     #  "reason": None, "phase": "Inqueue", "estimated_start": "2026-...Z", "estimate_basis": "declared",
     #  "sentence": "expected to start in the next scheduling cycle, if running jobs end as declared"}
 
-The job goes through the very checks of a real submission (`schedweb.api.commands.job_submit`:
-queue access, the services' validation, defaults such as the globalDefault priority class) in a
-savepoint; the state is loaded there, exactly as the next cycle will load it, and the savepoint
-is rolled back before the scheduler runs: nothing is kept. The next cycle's session then runs in
+The caller writes the jobs in a transaction it rolls back (the API's dry run,
+schedweb.api.job_dry_run, or the manifest import's, which uses `preview_stored_jobs`) and loads
+the state there, exactly as the next cycle will load it. The next cycle's session then runs in
 memory on that state; `placement` is "bound" when some of the job's tasks are bound, "never" when
 its reason is one no cycle can lift (NeverFits, InvalidJob, QueueClosed), else "pending" with the
 reason. A pending job also gets the forecast's estimated start (scheduler_core.forecast; CPU
-budget FORECAST_CPU_BUDGET_S). The manifest import's dry run uses `preview_stored_jobs` for the
-jobs it has written in its own (rolled back) transaction.
+budget FORECAST_CPU_BUDGET_S).
 """
 
 from __future__ import annotations
@@ -23,7 +21,6 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from django.db import transaction
 from django.utils import timezone
 
 from scheduler_core.forecast import NEVER_CODES, Basis, Forecast, JobForecast, clone_snapshot, describe
@@ -45,7 +42,8 @@ def _iso(seconds: float | None) -> str | None:
     return datetime.fromtimestamp(seconds, tz=UTC).isoformat().replace("+00:00", "Z")
 
 
-def _conf(now: datetime) -> SchedulerConf:
+def preview_conf(now: datetime) -> SchedulerConf:
+    """The active configuration as the next cycle will run it (rescheduling's last run stamped)."""
     _, conf = active_conf()
     conf, _ = with_rescheduling_last_run(conf, now.timestamp())
     return conf
@@ -93,7 +91,7 @@ def preview_jobs(state: LoadedState, uids: Iterable[str], *, now: datetime,
                  ) -> dict[str, dict[str, Any]]:
     """Run the next cycle's session on (a copy of) `state` and, when one of `uids` would wait, the
     forecast on `state` itself (handed over). Job uid -> placement entry with its estimate."""
-    conf = conf or _conf(now)
+    conf = conf or preview_conf(now)
     base = state.snapshot
     _, result = run_session_isolated(lambda: clone_snapshot(base), conf)
     out = {uid: placement_of(uid, state, result) for uid in uids}
@@ -105,32 +103,6 @@ def preview_jobs(state: LoadedState, uids: Iterable[str], *, now: datetime,
     for entry in out.values():
         _estimate(entry, fc, now.timestamp())
     return out
-
-
-def preview_submission(job_data: dict[str, Any], user: Any, *, now: datetime | None = None) -> dict[str, Any]:
-    """Where the job `job_data` would go in the next cycle; nothing is written.
-
-    `job_data` is the validated body of POST /api/v1/jobs/ as schedweb.api.commands.job_submit
-    takes it (namespace, name, queue, priority_class by name, tasks, ...; no queue = the default
-    queue). Raises what a real submission raises: django ValidationError (400 naming the field)
-    and DRF PermissionDenied (403). No Idempotency-Key: a dry run never replays a job.
-    """
-    from schedweb.api import commands  # late: the API layer imports this module (manifest dry runs)
-    from schedweb.core.access import QueueAccess
-    from schedweb.core.default_queue import default_queue_name, ensure_default_queue
-
-    now = now or timezone.now()
-    conf = _conf(now)
-    data = dict(job_data)
-    data.setdefault("queue", default_queue_name())  # as the API's serializer: absent = DEFAULT_QUEUE
-    with transaction.atomic():
-        if data["queue"] == default_queue_name():
-            ensure_default_queue()  # as a real submission would (rolled back with the rest)
-        job, _ = commands.job_submit(access=QueueAccess(user), data=data)
-        uid = f"{job.namespace}/{job.name}"
-        state = load_state(now)
-        transaction.set_rollback(True)  # the job was only needed for the load
-    return preview_jobs(state, [uid], now=now, conf=conf)[uid]
 
 
 def preview_stored_jobs(uids: Iterable[str], *, now: datetime | None = None) -> dict[str, dict[str, Any]]:

@@ -1,5 +1,13 @@
-"""Layering: the pages (schedweb.dashboard) and the audit log (schedweb.audit) never import the API
-app (schedweb.api); the rules both sides apply live in the domain app, schedweb.core (issue 21).
+"""Layering of the web side (docs/architecture.md, "Floors"), read from the source with `ast`.
+
+- schedweb's apps stand on floors: http < audit < core < scheduling < api, dashboard (< bench).
+  An app imports only apps of lower floors; the two apps of the top floor never import each
+  other; no app imports the project modules (settings, urls, celery, wsgi, asgi).
+- scheduler_core (below every app) imports neither Django nor schedweb nor schedctl.
+- schedctl imports only the standard library, PyYAML and itself.
+- Every write goes through schedweb.core.services: only schedweb.core imports the job store's
+  writer (insert_drafts) or takes the queue locks (lock_queues).
+- No import cycle inside the dashboard: selectors query, presenters shape.
 
 Every import statement counts, at module level or inside a function, absolute or relative.
 """
@@ -7,13 +15,23 @@ Every import statement counts, at module level or inside a function, absolute or
 from __future__ import annotations
 
 import ast
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-CHECKED_PACKAGES = ("schedweb/dashboard", "schedweb/audit")
-FORBIDDEN = "schedweb.api"
+# Lowest first; apps of one floor may not import each other.
+FLOORS: list[set[str]] = [
+    {"http"}, {"audit"}, {"core"}, {"scheduling"}, {"api", "dashboard"}, {"bench"},
+]
+FLOOR_OF = {app: level for level, apps in enumerate(FLOORS) for app in apps}
+PROJECT_MODULES = {"settings", "settings_production", "urls", "celery", "wsgi", "asgi"}
+# Below the services: what writes cluster objects directly.
+STORE_WRITERS = {"schedweb.core.job_store.insert_drafts", "schedweb.core.queue_locks.lock_queues"}
+SCHEDCTL_ALLOWED = {"yaml", "schedctl"}
+
 
 def _module_of(path: Path) -> str:
     """The dotted module name of a file under ROOT (a package's __init__ is the package)."""
@@ -40,19 +58,105 @@ def imported_names(source: str, module: str, *, is_package: bool = False) -> set
     return found
 
 
-def is_forbidden(name: str) -> bool:
-    """The API app itself or anything inside it (not a look-alike such as schedweb.apiary)."""
-    return name == FORBIDDEN or name.startswith(FORBIDDEN + ".")
+def sources(package: str) -> Iterator[tuple[str, str, set[str]]]:
+    """(file, module, imported names) of every Python file of `package` (migrations left out:
+    Django writes them)."""
+    for path in sorted((ROOT / package.replace(".", "/")).rglob("*.py")):
+        if "migrations" in path.parts:
+            continue
+        module = _module_of(path)
+        text = path.read_text(encoding="utf-8")
+        names = imported_names(text, module, is_package=path.name == "__init__.py")
+        yield path.relative_to(ROOT).as_posix(), module, names
 
 
-def api_imports() -> set[tuple[str, str]]:
-    """(file, imported name) for every name of schedweb.api the checked packages import."""
-    found: set[tuple[str, str]] = set()
-    for package in CHECKED_PACKAGES:
-        for path in sorted((ROOT / package).rglob("*.py")):
-            names = imported_names(path.read_text(encoding="utf-8"), _module_of(path),
-                                   is_package=path.name == "__init__.py")
-            found.update((path.relative_to(ROOT).as_posix(), n) for n in names if is_forbidden(n))
+def app_of(name: str) -> str | None:
+    """The schedweb app (or project module) a dotted name belongs to; None outside schedweb."""
+    parts = name.split(".")
+    if parts[0] != "schedweb" or len(parts) < 2:
+        return None
+    return parts[1]
+
+
+def floor_violation(importer: str, imported: str) -> str | None:
+    """Why module `importer` may not import `imported` (None when it may)."""
+    src, dst = app_of(importer), app_of(imported)
+    if src is None or dst is None or src == dst or src in PROJECT_MODULES:
+        return None
+    if dst in PROJECT_MODULES:
+        return f"an app imports the project module schedweb.{dst}"
+    if src not in FLOOR_OF or dst not in FLOOR_OF:
+        return f"schedweb.{src if src not in FLOOR_OF else dst} is on no floor (add it to FLOORS)"
+    if FLOOR_OF[dst] > FLOOR_OF[src]:
+        return f"{src} imports {dst}, a higher floor"
+    if FLOOR_OF[dst] == FLOOR_OF[src]:
+        return f"{src} imports {dst}, of the same floor"
+    return None
+
+
+def floor_violations() -> set[tuple[str, str, str]]:
+    """(file, imported name, why) for every import across schedweb's floors the wrong way."""
+    found: set[tuple[str, str, str]] = set()
+    for file, module, names in sources("schedweb"):
+        for name in names:
+            why = floor_violation(module, name)
+            if why is not None:
+                found.add((file, name, why))
+    return found
+
+
+def top_level(name: str) -> str:
+    return name.partition(".")[0]
+
+
+def module_graph(package: str) -> dict[str, set[str]]:
+    """{module: modules of `package` it imports}; `from m import f` counts as importing m."""
+    files = list(sources(package))
+    known = {module for _, module, _ in files}
+    graph: dict[str, set[str]] = {}
+    for _, module, names in files:
+        targets = set()
+        for name in names:
+            while name and name not in known:
+                name = name.rpartition(".")[0]
+            if name and name != module:
+                targets.add(name)
+        graph[module] = targets
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
     return found
 
 
@@ -73,13 +177,72 @@ def test_imported_names(source: str, module: str, is_package: bool, expected: se
     assert imported_names(source, module, is_package=is_package) == expected
 
 
-@pytest.mark.parametrize(("name", "forbidden"), [
-    ("schedweb.api", True), ("schedweb.api.models.ApiToken", True), ("schedweb.apiary", False),
-    ("schedweb.core.access.QueueAccess", False), ("schedweb", False),
+@pytest.mark.parametrize(("importer", "imported", "why"), [
+    ("schedweb.api.views.jobs", "schedweb.core.services", None),
+    ("schedweb.dashboard.views.audit", "schedweb.audit.models.AuditEntry", None),
+    ("schedweb.core.job_services", "schedweb.audit.services.record", None),
+    ("schedweb.core.job_services", "schedweb.core.job_store", None),
+    ("schedweb.urls", "schedweb.api.urls", None),
+    ("schedweb.bench.api_bench", "schedweb.api.views", None),
+    ("schedweb.audit.display", "schedweb.dashboard.units", "audit imports dashboard, a higher floor"),
+    ("schedweb.core.views", "schedweb.scheduling.health", "core imports scheduling, a higher floor"),
+    ("schedweb.dashboard.forms", "schedweb.api.units", "dashboard imports api, of the same floor"),
+    ("schedweb.api.views", "schedweb.dashboard.units", "api imports dashboard, of the same floor"),
+    ("schedweb.http.middleware", "schedweb.core.models", "http imports core, a higher floor"),
+    ("schedweb.scheduling.tasks", "schedweb.celery", "an app imports the project module schedweb.celery"),
+    ("schedweb.apiary.x", "schedweb.core", "schedweb.apiary is on no floor (add it to FLOORS)"),
+    ("schedweb.core.models", "scheduler_core.resources", None),
 ])
-def test_is_forbidden(name: str, forbidden: bool) -> None:
-    assert is_forbidden(name) is forbidden
+def test_floor_violation(importer: str, imported: str, why: str | None) -> None:
+    assert floor_violation(importer, imported) == why
 
 
-def test_dashboard_and_audit_do_not_import_the_api_app() -> None:
-    assert api_imports() == set()
+def test_apps_import_only_lower_floors() -> None:
+    assert floor_violations() == set()
+
+
+def test_every_app_is_on_a_floor_in_settings_order() -> None:
+    """PROJECT_APPS lists the apps floor by floor (the order the architecture document draws)."""
+    from django.conf import settings
+
+    apps = [name.removeprefix("schedweb.") for name in settings.PROJECT_APPS]
+    assert sorted(apps, key=FLOOR_OF.__getitem__) == apps
+    on_disk = {p.parent.name for p in (ROOT / "schedweb").glob("*/__init__.py")}
+    assert on_disk == set(FLOOR_OF)
+
+
+def test_scheduler_core_imports_no_web_code() -> None:
+    found = {(file, name) for file, _, names in sources("scheduler_core") for name in names
+             if top_level(name) in {"django", "rest_framework", "schedweb", "schedctl"}}
+    assert found == set()
+
+
+def test_schedctl_imports_only_the_standard_library_and_pyyaml() -> None:
+    found = {(file, name) for file, _, names in sources("schedctl") for name in names
+             if top_level(name) not in sys.stdlib_module_names | SCHEDCTL_ALLOWED}
+    assert found == set()
+
+
+def test_only_the_services_write_through_the_store() -> None:
+    found = {(file, name) for file, module, names in sources("schedweb") for name in names
+             if app_of(module) != "core" and name in STORE_WRITERS}
+    assert found == set()
+
+
+@pytest.mark.parametrize(("graph", "expected"), [
+    pytest.param({"a": {"b"}, "b": {"c"}, "c": set()}, [], id="chain"),
+    pytest.param({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}, [["a", "b", "c"]], id="circle"),
+    pytest.param({"a": {"b"}, "b": {"a"}, "c": {"d"}, "d": {"c"}}, [["a", "b"], ["c", "d"]], id="two"),
+])
+def test_cycles(graph: dict[str, set[str]], expected: list[list[str]]) -> None:
+    assert sorted(cycles(graph)) == expected
+
+
+def test_module_graph_reads_from_imports_as_the_module() -> None:
+    graph = module_graph("schedweb.dashboard")
+    assert "schedweb.dashboard.units" in graph["schedweb.dashboard.job_reason"]
+    assert "schedweb.dashboard.pending" in graph["schedweb.dashboard.share_waits"]
+
+
+def test_no_import_cycle_inside_the_dashboard() -> None:
+    assert cycles(module_graph("schedweb.dashboard")) == []

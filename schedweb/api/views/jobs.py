@@ -124,7 +124,7 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         field problem is listed at once; a taken namespace/name is a 409 `conflict`.
         """
         if request.query_params.get("dry_run", "").lower() in ("true", "1"):
-            from schedweb.scheduling.submit_preview import preview_submission
+            from schedweb.api.job_dry_run import preview_submission
 
             data = validate_submission(request.data)
             with limits.dry_run(request.user):  # capped per user; MAX_TASKS_PER_DRY_RUN tasks

@@ -8,8 +8,8 @@ from django import template
 from django.utils.safestring import SafeString, mark_safe
 
 from schedweb.dashboard import units
-from schedweb.dashboard.pending import reason_label as _reason_label
-from schedweb.dashboard.pending import row_sentence
+from schedweb.dashboard.job_reason import row_sentence
+from schedweb.dashboard.reason_text import reason_label as _reason_label
 
 register = template.Library()
 

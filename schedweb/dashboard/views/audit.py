@@ -10,9 +10,9 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from schedweb.audit.display import diff_rows
 from schedweb.audit.models import AuditAction, AuditObjectType
-from schedweb.audit.selectors import entries_for
+from schedweb.core.audit_selectors import entries_for
+from schedweb.dashboard.audit_display import diff_rows
 
 PAGE_SIZE = 50
 FILTERS = ("object_type", "action", "queue", "actor", "object_key")
@@ -23,7 +23,7 @@ FILTERS = ("object_type", "action", "queue", "actor", "object_key")
 def audit_log(request: HttpRequest) -> HttpResponse:
     """Entries the user may read (staff: all; queue admins: their queues and jobs), newest first.
 
-    Same scope and filters as GET /api/v1/audit/ (schedweb.audit.selectors.entries_for).
+    Same scope and filters as GET /api/v1/audit/ (schedweb.core.audit_selectors.entries_for).
     """
     filters = {name: (request.GET.get(name) or "").strip() for name in FILTERS}
     if filters["object_type"] not in AuditObjectType.values:

@@ -31,7 +31,7 @@ from schedweb.core.filtersets import JobFilterSet
 from schedweb.core.models import Job, Queue
 from schedweb.dashboard import job_csv
 from schedweb.dashboard.estimates import legend, with_estimates
-from schedweb.dashboard.pending import REASON_LABELS, reason_label
+from schedweb.dashboard.reason_text import REASON_LABELS, reason_label
 from schedweb.dashboard.task_table import with_task_counts
 from schedweb.dashboard.views.common import access
 

@@ -7,8 +7,8 @@ from rest_framework.test import APIClient
 
 from schedweb.api.services import token_create
 from schedweb.audit.models import AuditEntry
-from schedweb.audit.selectors import entries_for
 from schedweb.core import services
+from schedweb.core.audit_selectors import entries_for
 
 
 def keys(response) -> list[tuple[str, str, str]]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from schedweb.dashboard.explain import explain, unmet_dims
-from schedweb.dashboard.pending import failure_summary, reason_sentence
+from schedweb.dashboard.reason_text import failure_summary, reason_sentence
 from schedweb.dashboard.units import dims_of, fmt, fmt_map, fmt_output, fmt_ratio, percent
 
 GIB = 2**30

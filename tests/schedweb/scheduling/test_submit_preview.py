@@ -12,13 +12,13 @@ from rest_framework.exceptions import PermissionDenied
 from rest_framework.test import APIClient
 
 from schedweb.api import commands
+from schedweb.api.job_dry_run import preview_submission
 from schedweb.audit.models import AuditEntry
 from schedweb.core import services
 from schedweb.core.access import QueueAccess
 from schedweb.core.models import Job, Task
 from schedweb.scheduling.agent import agent_step
 from schedweb.scheduling.cycle import cycle_run
-from schedweb.scheduling.submit_preview import preview_submission
 
 # Exact nodes and task order: PostgreSQL keeps microseconds (SQLite's julianday() reads lose them,
 # so the creation-time ties that order tasks by name fall differently); the change log is PostgreSQL's.

@@ -6,9 +6,9 @@ import django_filters
 from django_filters.rest_framework import DjangoFilterBackend
 from rest_framework import mixins, viewsets
 
-from schedweb.audit.api.serializers import AuditEntrySerializer
+from schedweb.api.audit.serializers import AuditEntrySerializer
 from schedweb.audit.models import AuditAction, AuditEntry, AuditObjectType
-from schedweb.audit.selectors import about_queue, entries_for
+from schedweb.core.audit_selectors import about_queue, entries_for
 from schedweb.core.filtersets import UtcDateTimeFilter
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from schedweb.audit.display import DiffRow, diff_rows
+from schedweb.dashboard.audit_display import DiffRow, diff_rows
 
 GIB = 2**30
 

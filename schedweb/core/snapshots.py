@@ -1,4 +1,5 @@
-"""JSON snapshots of audited objects (what `before` / `after` store) and their field diff."""
+"""JSON snapshots of audited objects (what an audit entry's `before` / `after` store; the diff is
+schedweb.audit.diff)."""
 
 from __future__ import annotations
 
@@ -48,9 +49,3 @@ def job_snapshot(job: Job) -> dict[str, Any]:
     """The job fields a cancellation changes, with where it lives."""
     return {"namespace": job.namespace, "name": job.name, "queue": job.queue.name, "phase": job.phase}
 
-
-def diff(before: dict[str, Any] | None, after: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
-    """{field: {"before": old, "after": new}} for every field whose value differs."""
-    old, new = before or {}, after or {}
-    return {key: {"before": old.get(key), "after": new.get(key)}
-            for key in sorted(set(old) | set(new)) if old.get(key) != new.get(key)}
