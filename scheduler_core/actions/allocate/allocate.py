@@ -109,15 +109,23 @@ class AllocateAction(Action):
         """One round of a job: try its tasks in one statement, then commit, keep or discard."""
         placer, names = self._placer, ssn.node_table.names
         refused = False
+        # Kinds the queue refused this round: the queue's room only shrinks within a round and
+        # the queue plugins read only the request, so an identical task is refused again (and
+        # its reason is recorded once): skip it without asking, as a gang's refused tail is
+        # otherwise asked task by task at every cycle.
+        refused_kinds: set[tuple] = set()
         last_row, last_key = -1, None  # where the round's previous task went, and its kind
         while tasks:
             task = tasks.pop()  # 3. pick task
-            if task.sched_key in failed:
+            if task.sched_key in failed or task.sched_key in refused_kinds:
                 continue
             if queue.state is not QueueState.OPEN or not ssn.allocatable(queue, task):
                 if not refused:
                     record_queue_refusal(ssn, self.name, job, queue, overused=False)
                     refused = True
+                refused_kinds.add(task.sched_key)
+                if not tasks.remaining_outside(failed | refused_kinds):
+                    break  # every task left would be skipped
                 continue
             choice = placer.best(task)  # 4. predicate, 5. score
             if choice is None:

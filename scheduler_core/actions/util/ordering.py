@@ -117,6 +117,8 @@ class TaskList:
             key = cmp_to_key(ssn.task_compare)
             self._tasks = list(heapq.merge(*runs, key=key))
         self._pos = 0
+        # identical_after's latest answer: (sched_key, status, node) -> where its run ended.
+        self._run_end: tuple[tuple, int] | None = None
         # Remaining tasks per class: lets allocate see whether a gang can still be met.
         self.left: dict[tuple, int] = {k: len(v) for k, v in classes.items()}
 
@@ -138,12 +140,19 @@ class TaskList:
         status and node, in order (allocate's run candidates); nothing is consumed."""
         order, start = self._tasks, self._pos
         key, status, node = first.sched_key, first.status, first.node_name
+        # Tasks not yet popped are not changed by their consumer, so a run found earlier still
+        # ends where it did: asking again inside it costs no walk (a gang of n identical tasks
+        # is asked once per node it fills, which would otherwise walk n tasks each time).
+        known = self._run_end
+        if known is not None and known[0] == (key, status, node) and start <= known[1]:
+            return order[start:known[1]]
         end = start
         while end < len(order):
             t = order[end]
             if t.status is not status or t.node_name != node or t.sched_key != key:
                 break
             end += 1
+        self._run_end = ((key, status, node), end)
         return order[start:end]
 
     def remaining_outside(self, failed: set[tuple]) -> int:

@@ -46,12 +46,29 @@ def session_index(ssn: Session) -> PodIndex:
     return index
 
 
+# A task's terms are shared decoded spec objects that outlive the session (a kept snapshot keeps
+# them across cycles): each selector's text is kept per object, as model._canon keeps specs', so a
+# gang's 100 terms are not encoded again at every cycle. Each entry holds its selector (its id
+# cannot be reused meanwhile); cleared when it grows past the bound.
+_KEY_MEMO_MAX = 65_536
+_key_memo: dict[int, tuple[dict, str]] = {}
+
+
 def selector_key(selector: dict | None) -> str:
     """Canonical text of a label selector (equal selectors, whatever their key order)."""
+    if selector is None:
+        return "null"
+    hit = _key_memo.get(id(selector))
+    if hit is not None and hit[0] is selector:
+        return hit[1]
     try:
-        return json.dumps(selector, sort_keys=True, separators=(",", ":"))
+        text = json.dumps(selector, sort_keys=True, separators=(",", ":"))
     except (TypeError, ValueError):
         return repr(selector)
+    if len(_key_memo) >= _KEY_MEMO_MAX:
+        _key_memo.clear()
+    _key_memo[id(selector)] = (selector, text)
+    return text
 
 
 class PodClass:

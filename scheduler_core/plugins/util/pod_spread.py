@@ -194,15 +194,21 @@ def pod_affinity_scores(task: TaskInfo, table: NodeTable, static: NodeStatic, ma
     integers kube's per-node accumulation gives.
     """
     out = np.zeros(len(table))
-    terms = weighted_terms(task)
     idx = np.flatnonzero(mask)
-    if not terms or not len(idx):
+    if not len(idx):
         return out
-    pods = index_of(table, static, pods)
-    full_rows = idx if table.rows is None else table.rows[idx]
     # One sum per (namespace, affinity): identical tasks share it, and the events keep it current.
+    # Looked up before the terms are listed: a class asked again (every refresh of a gang's
+    # class) costs no walk over its terms.
     memo_key = ("preferred", task.namespace, task.sched_key[3])
-    weighted = pods.memo.get(memo_key)
+    weighted = pods.memo.get(memo_key) if pods is not None else None
+    if weighted is None:
+        terms = weighted_terms(task)
+        if not terms:
+            return out
+        pods = index_of(table, static, pods)
+        weighted = pods.memo.get(memo_key)
+    full_rows = idx if table.rows is None else table.rows[idx]
     if weighted is None:
         specs = []
         for term, sign in terms:
