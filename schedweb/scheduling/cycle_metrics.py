@@ -22,8 +22,9 @@ import re
 from collections.abc import Iterable
 from datetime import datetime
 
-from scheduler_core.model import TaskStatus
+from scheduler_core.model import JobInfo, JobPhase, TaskStatus
 from scheduler_core.result import SessionResult
+from schedweb.core.models import UNSCHEDULED_JOB_PHASES
 from schedweb.scheduling import metric_totals, metrics_body, metrics_jobs
 from schedweb.scheduling.adapter import LoadedState
 from schedweb.scheduling.metrics_latency import (
@@ -48,6 +49,7 @@ from schedweb.scheduling.models import CycleRun
 ACTION_KEY = re.compile(r"^action_(?P<action>.+)_s$")
 PLUGIN_KEY = re.compile(r"^plugin_(?P<plugin>.+)_(?P<when>open|close)_s$")
 # A job with a task in one of these before the cycle had started already: not its first bind.
+COMPLETED = JobPhase.COMPLETED.value
 PREEMPTION_ATTEMPTS_KEY = "preemption_attempts"  # SessionResult.counters (the preempt action)
 STARTED_BEFORE = frozenset({TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING,
                             TaskStatus.RELEASING, TaskStatus.SUCCEEDED, TaskStatus.FAILED})
@@ -59,8 +61,20 @@ def record_session(run: CycleRun, state: LoadedState, result: SessionResult, app
     attempts, and the per-job gauges of the body rendered after it (metrics_jobs)."""
     task_ms, job_ms = waits(state, result, applied, now)
     record_cycle(run, task_ms, job_ms, preemption_attempts=result.counters.get(PREEMPTION_ATTEMPTS_KEY, 0))
-    metrics_jobs.SERIES.record(run.pk, state.snapshot, result, bound_jobs(state, result, applied),
-                               now.timestamp())
+    metrics_jobs.SERIES.record(run.pk, scheduled_jobs(state, result), result,
+                               bound_jobs(state, result, applied), now.timestamp())
+
+
+def scheduled_jobs(state: LoadedState, result: SessionResult) -> list[JobInfo]:
+    """The snapshot's jobs still to schedule: not stored finished, cancelled or suspended (such a
+    job is loaded only while a task of it holds a node), nor completed by this session."""
+    out = []
+    for uid, job in state.snapshot.jobs.items():
+        row = state.jobs.get(uid)
+        stored_active = row is None or row.phase not in UNSCHEDULED_JOB_PHASES
+        if stored_active and result.job_phase.get(uid) != COMPLETED:
+            out.append(job)
+    return out
 
 
 def record_cycle(run: CycleRun, task_waits_ms: Iterable[float] = (),

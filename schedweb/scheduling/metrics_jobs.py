@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from django.conf import settings
 from prometheus_client.core import GaugeMetricFamily, Metric
 
-from scheduler_core.model import ClusterSnapshot, JobPhase
+from scheduler_core.model import JobInfo
 from scheduler_core.result import SessionResult
 
 SERIES_MAX_DEFAULT = 2000
@@ -66,12 +66,12 @@ class JobSeries:
         self.rows: list[JobRow] = []
         self.cycle_id: int | None = None  # the CycleRun the rows are of
 
-    def record(self, cycle_id: int, snapshot: ClusterSnapshot, result: SessionResult,
+    def record(self, cycle_id: int, jobs: Iterable[JobInfo], result: SessionResult,
                bound_jobs: Iterable[str], now: float) -> None:
-        """A successful cycle at `now` (unix seconds): its id, snapshot, result and the jobs whose
-        tasks it bound (and wrote)."""
-        live = {uid: job for uid, job in snapshot.jobs.items() if job.phase != JobPhase.COMPLETED}
-        # Jobs gone from the snapshot are forgotten, as upstream deletes them with the job.
+        """A successful cycle at `now` (unix seconds): its id, its snapshot's jobs still to
+        schedule, its result and the jobs whose tasks it bound (and wrote)."""
+        live = {job.uid: job for job in jobs}
+        # Jobs gone (finished, deleted) are forgotten, as upstream deletes them with the job.
         self.first = {uid: self.first.get(uid, now) for uid in live}
         self.last = {uid: t for uid, t in self.last.items() if uid in live}
         for uid in bound_jobs:
