@@ -26,12 +26,16 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 
 from django.conf import settings
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import Metric
+from prometheus_client.samples import Sample
+from prometheus_client.utils import floatToGoString
 
 from scheduler_core.model import JobInfo
 from scheduler_core.result import SessionResult
+from schedweb.scheduling.metrics_text import escape_label_value
 
 SERIES_MAX_DEFAULT = 2000
 SHARE = "job_share"  # SessionResult.job_gauges key (drf)
@@ -96,16 +100,54 @@ class JobSeries:
 SERIES = JobSeries()
 
 
+@lru_cache(maxsize=65536)
+def _label_text(names: tuple[str, ...], values: tuple[str, ...]) -> str:
+    """`{a="x",b="y"}` with the names sorted, as prometheus_client writes labels."""
+    pairs = sorted(zip(names, values, strict=True))
+    return "{" + ",".join(f'{k}="{escape_label_value(v)}"' for k, v in pairs) + "}"
+
+
+class JobGaugeFamily(Metric):
+    """A gauge with one series per job: its text written from label texts kept per job (a render
+    of thousands of series costs a string per sample, not a regular expression per label);
+    `samples` are built only when asked (prometheus_client's own writer, tests)."""
+
+    def __init__(self, name: str, documentation: str, labels: list[str]) -> None:
+        super().__init__(name, documentation, "gauge")
+        self.label_names = tuple(labels)
+        self.points: list[tuple[tuple[str, ...], float]] = []
+
+    def add_metric(self, labels: list[str], value: float) -> None:
+        """One job's series."""
+        self.points.append((tuple(labels), float(value)))
+
+    @property
+    def samples(self) -> list[Sample]:  # type: ignore[override]
+        """The series as prometheus_client's samples."""
+        return [Sample(self.name, dict(zip(self.label_names, values, strict=True)), value)
+                for values, value in self.points]
+
+    @samples.setter
+    def samples(self, _: list) -> None:
+        pass  # Metric.__init__ sets an empty list: the points are the samples
+
+    def sample_text(self) -> str:
+        """Every series' line of the text format."""
+        names, name = self.label_names, self.name
+        return "".join(f"{name}{_label_text(names, values)} {floatToGoString(value)}\n"
+                       for values, value in self.points)
+
+
 def families(rows: list[JobRow]) -> Iterator[Metric]:
     """The four per-job families of these rows (SERIES.rows_of(the newest successful cycle))."""
-    share = GaugeMetricFamily("volcano_job_share", "Share for one job", labels=["job_ns", "job_id"])
-    duration = GaugeMetricFamily("volcano_e2e_job_scheduling_duration",
-                                 "E2E job scheduling duration (milliseconds, job created to its last binds)",
-                                 labels=E2E_LABELS)
-    start = GaugeMetricFamily("volcano_e2e_job_scheduling_start_time",
-                              "E2E job scheduling start time (unix seconds)", labels=E2E_LABELS)
-    last = GaugeMetricFamily("volcano_e2e_job_scheduling_last_time",
-                             "E2E job scheduling last time (unix seconds)", labels=E2E_LABELS)
+    share = JobGaugeFamily("volcano_job_share", "Share for one job", labels=["job_ns", "job_id"])
+    duration = JobGaugeFamily("volcano_e2e_job_scheduling_duration",
+                              "E2E job scheduling duration (milliseconds, job created to its last binds)",
+                              labels=E2E_LABELS)
+    start = JobGaugeFamily("volcano_e2e_job_scheduling_start_time",
+                           "E2E job scheduling start time (unix seconds)", labels=E2E_LABELS)
+    last = JobGaugeFamily("volcano_e2e_job_scheduling_last_time",
+                          "E2E job scheduling last time (unix seconds)", labels=E2E_LABELS)
     for row in rows:
         labels = [row.name, row.queue, row.namespace]
         if row.share is not None:

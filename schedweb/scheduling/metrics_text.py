@@ -31,8 +31,10 @@ def _checked(name: str) -> str:
     return name
 
 
-def _value(text: str) -> str:
+def escape_label_value(text: str) -> str:
+    """A label value escaped as the text format requires."""
     return text.replace("\\", r"\\").replace("\n", r"\n").replace('"', r"\"")
+
 
 
 def exposition(families: Iterable[Metric]) -> bytes:
@@ -43,9 +45,15 @@ def exposition(families: Iterable[Metric]) -> bytes:
         name = family.name + "_total" if family.type == "counter" and not exact else family.name
         help_text = family.documentation.replace("\\", r"\\").replace("\n", r"\n")
         out.append(f"# HELP {_checked(name)} {help_text}\n# TYPE {name} {TYPES[family.type]}\n")
+        if (text := getattr(family, "sample_text", None)) is not None:  # metrics_jobs.JobGaugeFamily
+            for label in getattr(family, "label_names", ()):
+                _checked(label)
+            out.append(text())
+            continue
         for sample in family.samples:
             if sample.labels:
-                labels = ",".join(f'{_checked(k)}="{_value(v)}"' for k, v in sorted(sample.labels.items()))
+                labels = ",".join(f'{_checked(k)}="{escape_label_value(v)}"'
+                                  for k, v in sorted(sample.labels.items()))
                 out.append(f"{_checked(sample.name)}{{{labels}}} {floatToGoString(sample.value)}\n")
             else:
                 out.append(f"{_checked(sample.name)} {floatToGoString(sample.value)}\n")
