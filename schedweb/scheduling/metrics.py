@@ -155,9 +155,11 @@ def collect_families(now: datetime | None) -> tuple[list[Metric], datetime | Non
     out = list(_queue_families(samples, pod_groups, queue_names))
     waiting = Job.objects.exclude(phase__in=TERMINAL_JOB_PHASES).exclude(reason_code="")
     pending = list(waiting.values_list("reason_code").annotate(n=Count("id")).order_by("reason_code"))
-    unscheduled = list(Task.objects.filter(status__in=(TaskStatus.PENDING, TaskStatus.PIPELINED),
-                                           job__in=waiting).values_list("job__namespace", "job__name")
-                       .annotate(n=Count("id")).order_by("job__namespace", "job__name"))
+    # Per-job series like metrics_jobs': the newest METRICS_JOB_SERIES_MAX waiting jobs.
+    newest = (Task.objects.filter(status__in=(TaskStatus.PENDING, TaskStatus.PIPELINED), job__in=waiting)
+              .values_list("job__namespace", "job__name", "job__created").annotate(n=Count("id"))
+              .order_by("-job__created", "job__namespace", "job__name")[:metrics_jobs.series_max()])
+    unscheduled = sorted((namespace, name, n) for namespace, name, _, n in newest)
     out += _scheduler_families(last, pending, unscheduled)
     out += metrics_latency.families(metric_totals.read())
     out += metrics_jobs.families(metrics_jobs.SERIES.rows_of(last[0] if last else None))

@@ -170,3 +170,15 @@ def attempts(text: str) -> float:
     [value] = [float(ln.split()[1]) for ln in text.splitlines()
                if ln.startswith(PREEMPTION_ATTEMPTS.name + " ")]
     return value
+
+
+def test_unscheduled_task_counts_are_capped_alike(client, settings):
+    settings.METRICS_JOB_SERIES_MAX = 2
+    make_cluster(nodes=1, cpu="4")
+    for name in ("j0", "j1", "j2"):
+        submit(name, tasks=2, cpu="16")
+    cycle_run()
+    got = samples(scrape(client))
+    assert {dict(labels)["job_id"]: v for name, labels in got for v in [got[(name, labels)]]
+            if name == "volcano_unschedule_task_count"} == {"ns/j1": 2.0, "ns/j2": 2.0}
+    assert got[("volcano_unschedule_job_count", frozenset())] == 3.0  # the count is not capped
