@@ -1,6 +1,6 @@
 """What the per-job gauges add to each cycle's /metrics render, by number of unfinished jobs.
 
-    .venv/bin/python scripts/metrics_job_series_bench.py [--rounds 15]
+    .venv/bin/python scripts/metrics_job_series_bench.py [--rounds 15] [--postgres URL]
 
 Times, in one process, the part of a render the per-job series cost (schedweb.scheduling.
 metrics_jobs: the cycle's record of first/last scheduling times and the newest jobs, then the
@@ -9,6 +9,12 @@ four families written as text) for 2,000 and 20,000 unfinished jobs with the def
 objects, as the cycle hands them over. The cases alternate, several rounds (which goes first
 rotates); it prints each case's median and range in milliseconds, the body bytes they add and
 the ratios of medians. Timings are ratios within one run.
+
+With --postgres (or BENCH_DATABASE_URL; a database of your own: its tables are migrated and it
+gets 4 nodes, a queue and jobs of one 16-cpu task that never fits), the whole body render
+(metrics_body.render: the seven queries and every family) with 2,000 and then 20,000 unfinished
+jobs, each after a cycle, alternating with and without the per-job series (a render in a
+process that ran no cycle has none).
 """
 
 from __future__ import annotations
@@ -26,11 +32,64 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "schedweb.settings")
 os.environ.setdefault("DEBUG", "1")  # no secret needed: nothing is served
 
 
+def database_main(rounds: int) -> None:
+    """The whole render with 2,000 and 20,000 unfinished jobs in the database."""
+    import django
+    from django.core.management import call_command
+    from django.db import transaction
+
+    django.setup()
+    call_command("migrate", verbosity=0)
+    from schedweb.core import services
+    from schedweb.core.job_store import insert_drafts, load_context, resolve
+    from schedweb.core.job_submission import draft_job
+    from schedweb.core.models import Job
+    from schedweb.scheduling import metrics_body, metrics_jobs
+    from schedweb.scheduling.cycle import cycle_run
+
+    if not Job.objects.exists():
+        services.queue_create(name="q")
+        for i in range(4):
+            services.node_create(name=f"n{i}", allocatable={"cpu": "4", "memory": "8Gi", "pods": 110})
+    out = {}
+    for n in (2000, 20000):
+        for start in range(Job.objects.count(), n, 1000):
+            drafts = [draft_job(namespace=f"ns{i % 50}", name=f"job-{i}", queue="q",
+                                tasks=[{"name": "t", "request": {"cpu": "16", "memory": "1Gi"}}])
+                      for i in range(start, min(n, start + 1000))]
+            ctx = load_context(drafts)
+            for draft in drafts:
+                resolve(draft, ctx)
+            with transaction.atomic():
+                insert_drafts(drafts)
+        cycle_run()
+        times: dict[str, list[float]] = {"with_series": [], "without": []}
+        sizes = {}
+        for r in range(rounds):
+            for case in list(times)[::1 if r % 2 == 0 else -1]:
+                kept = metrics_jobs.SERIES.cycle_id
+                if case == "without":
+                    metrics_jobs.SERIES.cycle_id = -1
+                t0 = time.perf_counter()
+                body, _ = metrics_body.render()
+                times[case].append((time.perf_counter() - t0) * 1e3)
+                metrics_jobs.SERIES.cycle_id = kept
+                sizes[case] = len(body)
+        out[n] = {case: {"median_ms": round(statistics.median(v), 1), "min_ms": round(min(v), 1),
+                         "max_ms": round(max(v), 1), "body_bytes": sizes[case]} for case, v in times.items()}
+    print(json.dumps(out, indent=2))
+
+
 def main() -> None:
     """Run the rounds and print a JSON summary."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--postgres", default=os.environ.get("BENCH_DATABASE_URL"))
     args = parser.parse_args()
+    if args.postgres:
+        os.environ["DATABASE_URL"] = args.postgres
+        database_main(args.rounds)
+        return
     import django
     from django.conf import settings
 
