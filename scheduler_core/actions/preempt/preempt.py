@@ -1,4 +1,5 @@
-"""preempt: starving jobs take resources from lower-priority work of their own queue.
+"""preempt: starving jobs take resources from lower-priority work of their own queue (counting
+Volcano's preemption attempts in the result: one per node tried with validated victims).
 
 Volcano v1.1x preempt, with these choices:
 - Preemptors: pending tasks of valid, non-Pending, starving jobs (`job_starving`), in task
