@@ -43,3 +43,12 @@ def test_a_refused_try_counts_each_node_it_tried_every_time():
     result = run(snap, conf("preempt", [["priority", "gang"], ["predicates", "capacity"]]))
     assert result.evictions == [] and result.pipelined == {}
     assert result.counters.get("preemption_attempts", 0) == 4
+
+
+def test_the_topology_aware_path_counts_one_attempt_per_preemptor_placed():
+    from tests.scheduler_core.actions.preempt.test_preempt_topology import _cfg, _high, _host, _low, _running
+
+    low = _low(_running("l-0", "n1", "2"), _running("l-1", "n1", "1"), _running("l-2", "n1", "1"))
+    result = run(snapshot(nodes=[_host("n1")], jobs=[low, _high("3")]), _cfg())
+    assert result.pipelined == {"ns/h-0": "n1"}
+    assert result.counters == {"preemption_attempts": 1}
