@@ -179,6 +179,6 @@ def test_unscheduled_task_counts_are_capped_alike(client, settings):
         submit(name, tasks=2, cpu="16")
     cycle_run()
     got = samples(scrape(client))
-    assert {dict(labels)["job_id"]: v for name, labels in got for v in [got[(name, labels)]]
+    assert {dict(labels)["job_id"]: value for (name, labels), value in got.items()
             if name == "volcano_unschedule_task_count"} == {"ns/j1": 2.0, "ns/j2": 2.0}
     assert got[("volcano_unschedule_job_count", frozenset())] == 3.0  # the count is not capped
