@@ -126,11 +126,20 @@ class SessionResult:
     work: dict[str, Any] = field(default_factory=dict)
     # The session's sharding view (framework.sharding.ShardView.summary), None without one.
     sharding: dict[str, Any] | None = None
+    # Counts the actions keep for the operator (`count`): e.g. preempt's `preemption_attempts`.
+    counters: dict[str, int] = field(default_factory=dict)
+    # Per-job figures a plugin reports at session close: figure -> job uid -> value (drf's
+    # `job_share`). The framework stores them, never reads them.
+    job_gauges: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def warn(self, message: str) -> None:
         """Add a warning once (plugins may be built more than once per process)."""
         if message not in self.warnings:
             self.warnings.append(message)
+
+    def count(self, name: str, n: int = 1) -> None:
+        """Add `n` to the session's counter `name`."""
+        self.counters[name] = self.counters.get(name, 0) + n
 
     def to_json(self) -> dict[str, Any]:
         """The scenario-format.md output shape (keys sorted where they are maps); `node_scores`

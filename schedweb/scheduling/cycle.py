@@ -182,7 +182,7 @@ def _run_locked(started: datetime, t0: float) -> CycleRun:
     run.timing = {**run.timing, "write_cpu_s": time.process_time() - c2}
     CycleRun.objects.filter(pk=run.pk).update(write_seconds=run.write_seconds,
                                               duration_seconds=run.duration_seconds, timing=run.timing)
-    cycle_metrics.record_cycle(run, *cycle_metrics.waits(state, result, applied, started))
+    cycle_metrics.record_session(run, state, result, applied, started)
     if run.pk % PRUNE_EVERY == 0:
         prune_history(started)
     return run

@@ -8,7 +8,9 @@
   from the job's creation (`volcano_e2e_job_scheduling_latency_milliseconds`), the evictions it
   wrote (`volcano_eviction_transactions_total`), the time to open its session (snapshot, screen
   and plugin opens: `volcano_open_session_duration_milliseconds`) and each stage's time
-  (`volcano_scheduling_stage_duration_milliseconds{stage}`, from the cycle's own timing);
+  (`volcano_scheduling_stage_duration_milliseconds{stage}`, from the cycle's own timing), the
+  preemption attempts its session counted (`volcano_total_preemption_attempts`); besides, its
+  per-job gauges for the body rendered next (schedweb.scheduling.metrics_jobs);
 - a skipped cycle (another leader): `outcome="skipped"`;
 - a failed cycle: `outcome="failed"` and attempts `result="error"`, with the failure's record;
 - a failed simulated agent step: `schedweb_agent_failures`.
@@ -20,9 +22,10 @@ import re
 from collections.abc import Iterable
 from datetime import datetime
 
-from scheduler_core.model import TaskStatus
+from scheduler_core.model import JobInfo, JobPhase, TaskStatus
 from scheduler_core.result import SessionResult
-from schedweb.scheduling import metric_totals, metrics_body
+from schedweb.core.models import UNSCHEDULED_JOB_PHASES
+from schedweb.scheduling import metric_totals, metrics_body, metrics_jobs
 from schedweb.scheduling.adapter import LoadedState
 from schedweb.scheduling.metrics_latency import (
     ACTION,
@@ -37,6 +40,7 @@ from schedweb.scheduling.metrics_latency import (
     ON_SESSION,
     OPEN_SESSION,
     PLUGIN,
+    PREEMPTION_ATTEMPTS,
     STAGE,
     TASK,
 )
@@ -45,14 +49,39 @@ from schedweb.scheduling.models import CycleRun
 ACTION_KEY = re.compile(r"^action_(?P<action>.+)_s$")
 PLUGIN_KEY = re.compile(r"^plugin_(?P<plugin>.+)_(?P<when>open|close)_s$")
 # A job with a task in one of these before the cycle had started already: not its first bind.
+COMPLETED = JobPhase.COMPLETED.value
+PREEMPTION_ATTEMPTS_KEY = "preemption_attempts"  # SessionResult.counters (the preempt action)
 STARTED_BEFORE = frozenset({TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING,
                             TaskStatus.RELEASING, TaskStatus.SUCCEEDED, TaskStatus.FAILED})
 
 
+def record_session(run: CycleRun, state: LoadedState, result: SessionResult, applied: set[int],
+                   now: datetime) -> None:
+    """Everything a successful cycle adds (record_cycle with its waits), its session's preemption
+    attempts, and the per-job gauges of the body rendered after it (metrics_jobs)."""
+    task_ms, job_ms = waits(state, result, applied, now)
+    record_cycle(run, task_ms, job_ms, preemption_attempts=result.counters.get(PREEMPTION_ATTEMPTS_KEY, 0))
+    metrics_jobs.SERIES.record(run.pk, scheduled_jobs(state, result), result,
+                               bound_jobs(state, result, applied), now.timestamp())
+
+
+def scheduled_jobs(state: LoadedState, result: SessionResult) -> list[JobInfo]:
+    """The snapshot's jobs still to schedule: not stored finished, cancelled or suspended (such a
+    job is loaded only while a task of it holds a node), nor completed by this session."""
+    out = []
+    for uid, job in state.snapshot.jobs.items():
+        row = state.jobs.get(uid)
+        stored_active = row is None or row.phase not in UNSCHEDULED_JOB_PHASES
+        if stored_active and result.job_phase.get(uid) != COMPLETED:
+            out.append(job)
+    return out
+
+
 def record_cycle(run: CycleRun, task_waits_ms: Iterable[float] = (),
-                 job_waits_ms: Iterable[float] = ()) -> None:
+                 job_waits_ms: Iterable[float] = (), preemption_attempts: int = 0) -> None:
     """Add a successful cycle's figures (its CycleRun as saved, timing and duration included)."""
     totals = metric_totals.Totals()
+    totals.count(PREEMPTION_ATTEMPTS.name, preemption_attempts)
     totals.count(CYCLES.name, labels={"outcome": "ok"})
     totals.count(CONFLICTS.name, run.conflicts)
     totals.count(ATTEMPTS.name, run.binds, {"result": "scheduled"})
@@ -104,13 +133,8 @@ def waits(state: LoadedState, result: SessionResult, applied: set[int], now: dat
     are: ms since the job's creation). Works on the snapshot before or after the session: the
     tasks bound in this cycle are left out of "started before"."""
     at = now.timestamp()
-    bound: dict[str, list[str]] = {}
-    for uid in sorted(result.binds):
-        row = state.tasks.get(uid)
-        if row is not None and row[0] in applied:
-            bound.setdefault("/".join(uid.split("/", 2)[:2]), []).append(uid)
     task_ms, job_ms = [], []
-    for job_uid, uids in sorted(bound.items()):
+    for job_uid, uids in sorted(bound_jobs(state, result, applied).items()):
         job = state.snapshot.jobs.get(job_uid)
         if job is None:
             continue
@@ -123,6 +147,16 @@ def waits(state: LoadedState, result: SessionResult, applied: set[int], now: dat
         if job.created > 0 and not earlier:
             job_ms.append(max(0.0, (at - job.created) * 1e3))
     return task_ms, job_ms
+
+
+def bound_jobs(state: LoadedState, result: SessionResult, applied: set[int]) -> dict[str, list[str]]:
+    """Job uid -> the uids of its tasks the session bound and the cycle wrote."""
+    bound: dict[str, list[str]] = {}
+    for uid in sorted(result.binds):
+        row = state.tasks.get(uid)
+        if row is not None and row[0] in applied:
+            bound.setdefault("/".join(uid.split("/", 2)[:2]), []).append(uid)
+    return bound
 
 
 def record_skip() -> None:

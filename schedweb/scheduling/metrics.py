@@ -7,7 +7,9 @@ scalar (milli-units, as Volcano), `volcano_queue_{share,weight,overused}` and po
 phase from Job rows. Figures Volcano does not export are `schedweb_queue_{guarantee,elastic}_*`.
 Scheduler gauges (metrics.go): preemption victims of the latest cycle, unscheduled tasks and
 jobs now. Counters and histograms (schedweb.scheduling.metrics_latency) are running totals the
-cycles keep (MetricTotal rows), never recomputed from the pruned history. schedweb's own: `schedweb_*`.
+cycles keep (MetricTotal rows), never recomputed from the pruned history. Per-job gauges (job
+share, e2e job scheduling times) are the cycle process's (schedweb.scheduling.metrics_jobs).
+schedweb's own: `schedweb_*`.
 
 Deprecated, kept for one release (DEPRECATED_ALIASES): `schedweb_queue_inqueue_*`, the previous
 release's name of `volcano_queue_inqueue_*`.
@@ -28,7 +30,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from schedweb.core.models import TERMINAL_JOB_PHASES, Job, JobPhase, Queue, Task, TaskStatus
-from schedweb.scheduling import metric_totals, metrics_latency
+from schedweb.scheduling import metric_totals, metrics_jobs, metrics_latency
 from schedweb.scheduling.models import CycleRun, QueueSample
 
 QUEUE_FIGURES = ("allocated", "deserved", "request", "capability", "real_capability", "guarantee",
@@ -132,6 +134,7 @@ class SchedulerCollector(Collector):
         yield from _queue_families([], {}, [])
         yield from _scheduler_families(None, [], [])
         yield from metrics_latency.empty_families()
+        yield from metrics_jobs.families([])
         yield from _own_gauges(None, [], None)
 
     def collect(self) -> Iterator[Metric]:
@@ -152,11 +155,14 @@ def collect_families(now: datetime | None) -> tuple[list[Metric], datetime | Non
     out = list(_queue_families(samples, pod_groups, queue_names))
     waiting = Job.objects.exclude(phase__in=TERMINAL_JOB_PHASES).exclude(reason_code="")
     pending = list(waiting.values_list("reason_code").annotate(n=Count("id")).order_by("reason_code"))
-    unscheduled = list(Task.objects.filter(status__in=(TaskStatus.PENDING, TaskStatus.PIPELINED),
-                                           job__in=waiting).values_list("job__namespace", "job__name")
-                       .annotate(n=Count("id")).order_by("job__namespace", "job__name"))
+    # Per-job series like metrics_jobs': the newest METRICS_JOB_SERIES_MAX waiting jobs.
+    newest = (Task.objects.filter(status__in=(TaskStatus.PENDING, TaskStatus.PIPELINED), job__in=waiting)
+              .values_list("job__namespace", "job__name", "job__created").annotate(n=Count("id"))
+              .order_by("-job__created", "job__namespace", "job__name")[:metrics_jobs.series_max()])
+    unscheduled = sorted((namespace, name, n) for namespace, name, _, n in newest)
     out += _scheduler_families(last, pending, unscheduled)
     out += metrics_latency.families(metric_totals.read())
+    out += metrics_jobs.families(metrics_jobs.SERIES.rows_of(last[0] if last else None))
     out += _own_gauges(last, pending, now)
     return out, last[1] if last else None
 

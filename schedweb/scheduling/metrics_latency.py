@@ -18,6 +18,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.samples import Sample
 
 from schedweb.scheduling.metric_totals import histogram_samples
 
@@ -48,12 +49,27 @@ class Histogram:
 
 @dataclass(frozen=True)
 class Counter:
-    """A counter family (exported with the `_total` suffix); `always`: label values exported at 0."""
+    """A counter family (exported with the `_total` suffix unless `exact`: a name upstream defines
+    without it); `always`: label values exported at 0."""
 
     name: str
     help: str
     labels: tuple[str, ...] = ()
     always: tuple[tuple[str, ...], ...] = ((),)
+    exact: bool = False
+
+
+class ExactCounterFamily(Metric):
+    """A counter whose samples carry exactly the family's name, as Go's client exports a counter
+    named without `_total` (metrics_text writes it so; prometheus_client's own writer would not)."""
+
+    def __init__(self, name: str, documentation: str, labels: list[str]) -> None:
+        super().__init__(name, documentation, "counter")
+        self.label_names = labels
+
+    def add_metric(self, labels: list[str], value: float) -> None:
+        """One sample of this counter."""
+        self.samples.append(Sample(self.name, dict(zip(self.label_names, labels, strict=True)), value))
 
 
 CYCLE_DURATION = Histogram("schedweb_cycle_duration_seconds", "Scheduling cycle duration", CYCLE_BUCKETS)
@@ -86,13 +102,17 @@ CONFLICTS = Counter("schedweb_cycle_conflicts", "Decisions dropped for concurren
 AGENT_FAILURES = Counter("schedweb_agent_failures", "Simulated agent steps that failed")
 EVICTIONS = Counter("volcano_eviction_transactions",
                     "Evictions the cycles wrote (each victim task set Releasing in the cycle's transaction)")
-COUNTERS = (ATTEMPTS, CYCLES, CONFLICTS, AGENT_FAILURES, EVICTIONS)
+# Upstream: `volcano_total_preemption_attempts`, a counter without the suffix.
+PREEMPTION_ATTEMPTS = Counter("volcano_total_preemption_attempts",
+                              "Total preemption attempts in the cluster till now", exact=True)
+COUNTERS = (ATTEMPTS, CYCLES, CONFLICTS, AGENT_FAILURES, EVICTIONS, PREEMPTION_ATTEMPTS)
 
 ON_SESSION = {"open": "OnSessionOpen", "close": "OnSessionClose"}
 
 
-def _counter_family(spec: Counter, series: Mapping[str, Mapping[str, float]]) -> CounterMetricFamily:
-    family = CounterMetricFamily(spec.name, spec.help, labels=list(spec.labels))
+def _counter_family(spec: Counter, series: Mapping[str, Mapping[str, float]]) -> Metric:
+    family = (ExactCounterFamily if spec.exact else CounterMetricFamily)(spec.name, spec.help,
+                                                                         labels=list(spec.labels))
     values = {tuple(json.loads(labels).get(n, "") for n in spec.labels): parts.get("", 0.0)
               for labels, parts in series.items()}
     for key in spec.always:

@@ -4,7 +4,9 @@
 `generate_latest` re-validates every label name of every sample with a regular expression (most
 of a scrape's CPU: the plugin histograms alone are hundreds of samples); ours are fixed
 identifiers, checked once per family name instead. Label values and HELP texts are escaped as
-the format requires (backslash, newline, and double quotes in label values).
+the format requires (backslash, newline, and double quotes in label values). One difference: a
+counter upstream names without `_total` (metrics_latency.ExactCounterFamily) is written under
+exactly that name, as Go's client does.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from functools import lru_cache
 
 from prometheus_client.core import Metric
 from prometheus_client.utils import floatToGoString
+
+from schedweb.scheduling.metrics_latency import ExactCounterFamily
 
 NAME = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
 TYPES = {"counter": "counter", "gauge": "gauge", "histogram": "histogram", "unknown": "untyped"}
@@ -27,20 +31,29 @@ def _checked(name: str) -> str:
     return name
 
 
-def _value(text: str) -> str:
+def escape_label_value(text: str) -> str:
+    """A label value escaped as the text format requires."""
     return text.replace("\\", r"\\").replace("\n", r"\n").replace('"', r"\"")
+
 
 
 def exposition(families: Iterable[Metric]) -> bytes:
     """The text format (version 0.0.4) of these gauge, counter and histogram families."""
     out: list[str] = []
     for family in families:
-        name = family.name + "_total" if family.type == "counter" else family.name
+        exact = isinstance(family, ExactCounterFamily)
+        name = family.name + "_total" if family.type == "counter" and not exact else family.name
         help_text = family.documentation.replace("\\", r"\\").replace("\n", r"\n")
         out.append(f"# HELP {_checked(name)} {help_text}\n# TYPE {name} {TYPES[family.type]}\n")
+        if (text := getattr(family, "sample_text", None)) is not None:  # metrics_jobs.JobGaugeFamily
+            for label in getattr(family, "label_names", ()):
+                _checked(label)
+            out.append(text())
+            continue
         for sample in family.samples:
             if sample.labels:
-                labels = ",".join(f'{_checked(k)}="{_value(v)}"' for k, v in sorted(sample.labels.items()))
+                labels = ",".join(f'{_checked(k)}="{escape_label_value(v)}"'
+                                  for k, v in sorted(sample.labels.items()))
                 out.append(f"{_checked(sample.name)}{{{labels}}} {floatToGoString(sample.value)}\n")
             else:
                 out.append(f"{_checked(sample.name)} {floatToGoString(sample.value)}\n")

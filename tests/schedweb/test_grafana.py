@@ -73,7 +73,7 @@ def test_every_dashboard_query_names_exported_metrics(client):
     exported = exported_names(client.get("/metrics").content.decode())
     dashboard = json.loads(DASHBOARD.read_text())
     queries = dashboard_queries(dashboard)
-    assert len(queries) == 33
+    assert len(queries) == 35
     used = set().union(*(metric_names(q) for q in queries))
     assert sorted(used - exported) == []
     assert not used & set(DEPRECATED_ALIASES)
@@ -86,14 +86,15 @@ def test_every_dashboard_query_names_exported_metrics(client):
             "volcano_task_scheduling_latency_milliseconds_bucket",
             "volcano_scheduling_stage_duration_milliseconds_bucket",
             "volcano_open_session_duration_milliseconds_bucket",
-            "volcano_eviction_transactions_total"} <= used
+            "volcano_eviction_transactions_total", "volcano_total_preemption_attempts",
+            "volcano_e2e_job_scheduling_start_time"} <= used
 
 
 def test_dashboard_is_importable_shape():
     """Unique panel ids, every panel placed on the 24-column grid, the datasource an input."""
     dashboard = json.loads(DASHBOARD.read_text())
     ids = [p["id"] for p in dashboard["panels"]]
-    assert len(ids) == len(set(ids)) == 21
+    assert len(ids) == len(set(ids)) == 22
     assert all(p["gridPos"]["x"] >= 0 and p["gridPos"]["x"] + p["gridPos"]["w"] <= 24
                for p in dashboard["panels"])
     assert [i["name"] for i in dashboard["__inputs"]] == ["DS_PROMETHEUS"]

@@ -1,4 +1,5 @@
-"""preempt: starving jobs take resources from lower-priority work of their own queue.
+"""preempt: starving jobs take resources from lower-priority work of their own queue (counting
+Volcano's preemption attempts in the result: one per node tried with validated victims).
 
 Volcano v1.1x preempt, with these choices:
 - Preemptors: pending tasks of valid, non-Pending, starving jobs (`job_starving`), in task
@@ -58,6 +59,7 @@ if TYPE_CHECKING:
     from scheduler_core.model import JobInfo, QueueInfo, TaskInfo
 
 NEVER = "Never"
+ATTEMPTS = "preemption_attempts"  # SessionResult.counters key
 
 
 def _preemptors(job: JobInfo) -> list[TaskInfo]:
@@ -71,6 +73,7 @@ class PreemptAction(Action):
     def execute(self, ssn: Session) -> None:
         """Preempt between jobs of each queue, then between tasks of each job, then victim tasks."""
         self.index = VictimIndex(ssn)
+        self.failed_attempts: dict[tuple, int] = {}  # a failed try's key -> the attempts it made
         self.nodes = NodeCheck(ssn)
         # Tighter, current bound (victim job filters): skips nodes the plugins would refuse.
         self.vcap = VictimCapacity(ssn, self.index, "preemptable")
@@ -171,7 +174,10 @@ class PreemptAction(Action):
         """`_preempt`, unless the same try (mode, job, task class) failed on this very state."""
         key = (*mode, preemptor.sched_key)
         if self.vcap.failed_before(key):
+            # Volcano would try again, counting the same attempts (volcano_total_preemption_attempts).
+            ssn.result.count(ATTEMPTS, self.failed_attempts.get(key, 0))
             return False
+        before = ssn.result.counters.get(ATTEMPTS, 0)
         if self.topology is not None:
             if self.topology.preempt(stmt, queue, preemptor, fit(preemptor), keep):
                 return True
@@ -180,6 +186,7 @@ class PreemptAction(Action):
         # A failed try undid every eviction it made (dry runs included): the session is as it
         # was, so the same try on it would fail again.
         self.vcap.remember_failure(key)
+        self.failed_attempts[key] = ssn.result.counters.get(ATTEMPTS, 0) - before
         return False
 
     def _preempt(self, ssn: Session, stmt: Statement, queue: QueueInfo, preemptor: TaskInfo,
@@ -205,6 +212,9 @@ class PreemptAction(Action):
             if victims is None:
                 continue
             released = released_by(ssn, victims, self.index)
+            # Volcano's RegisterPreemptionAttempts: once per node whose victims were validated,
+            # after its eviction loop (a node skipped below would have been tried there too).
+            ssn.result.count(ATTEMPTS)
             if any((released <= r + MIN_RESOURCE).all() for r in refused):
                 continue
             mark = len(stmt.operations)

@@ -169,6 +169,7 @@ class TopologyPreempt:
         if not found:
             return False
         best = select_candidate(found, self.ssn.now)
+        self.ssn.result.count("preemption_attempts")  # one per preemptor given a node's victims
         for victim in best.victims:
             stmt.evict(victim, "preempt")
         stmt.pipeline(preemptor, self.ssn.node_table.names[best.row])

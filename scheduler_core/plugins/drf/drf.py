@@ -4,7 +4,8 @@ A job's share is its dominant share: max over the cluster's resource dimensions 
 allocated / total (resources.share). Job order: lower share first. Preemptable: a victim is
 allowed while the preemptor's share after placing its task stays below (or equal within
 1e-6 to) the victim job's share after losing the victims chosen so far.
-Namespace order and hierarchical DRF are not implemented.
+Namespace order and hierarchical DRF are not implemented. At close each job's share goes to the
+result (`job_gauges["job_share"]`: Volcano's `volcano_job_share`).
 """
 
 from __future__ import annotations
@@ -135,6 +136,7 @@ class DrfPlugin(Plugin):
                                            allocate_batch_func=on_allocate_run))
 
     def on_session_close(self, ssn: Session) -> None:
-        """Drop per-session state."""
+        """Report every job's share at close (Volcano's `volcano_job_share`), drop per-session state."""
+        ssn.result.job_gauges["job_share"] = dict(self.shares)
         self.allocated.clear()
         self.shares.clear()

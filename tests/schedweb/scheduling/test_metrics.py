@@ -21,6 +21,7 @@ from schedweb.scheduling import cycle_metrics, metric_totals, metrics_body
 from schedweb.scheduling.agent import agent_step
 from schedweb.scheduling.cycle import cycle_run, prune_history
 from schedweb.scheduling.metrics import DEPRECATED_ALIASES, SchedulerCollector
+from schedweb.scheduling.metrics_latency import ExactCounterFamily
 from schedweb.scheduling.metrics_text import exposition
 from schedweb.scheduling.models import CycleRun, MetricsBody, MetricTotal
 
@@ -36,7 +37,8 @@ UPSTREAM_LINT = {
     "volcano_open_session_duration_milliseconds", "volcano_scheduling_stage_duration_milliseconds",
     *(f"volcano_queue_pod_group_{phase}_count" for phase in ("inqueue", "pending", "running", "unknown",
                                                              "completed")),
-    "volcano_unschedule_task_count", "volcano_unschedule_job_count"}
+    "volcano_unschedule_task_count", "volcano_unschedule_job_count",
+    "volcano_total_preemption_attempts"}  # a counter without `_total`
 
 
 @pytest.fixture
@@ -255,8 +257,16 @@ class Collected:
 
 
 def test_the_exposition_is_prometheus_clients_byte_for_byte(gpu_cluster):
+    """But for counters upstream names without `_total`, written as Go's client writes them."""
     families = list(SchedulerCollector().collect())
-    assert exposition(families) == generate_latest(Collected(families))
+    exact = [f for f in families if isinstance(f, ExactCounterFamily)]
+    others = [f for f in families if not isinstance(f, ExactCounterFamily)]
+    assert exposition(others) == generate_latest(Collected(others))
+    assert [f.name for f in exact] == ["volcano_total_preemption_attempts"]
+    assert exposition(exact).decode() == (
+        "# HELP volcano_total_preemption_attempts Total preemption attempts in the cluster till now\n"
+        "# TYPE volcano_total_preemption_attempts counter\n"
+        "volcano_total_preemption_attempts 0.0\n")
 
 
 def test_label_values_and_help_are_escaped():
