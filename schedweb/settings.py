@@ -88,6 +88,9 @@ SCHEDULER_RECORD_SCORES_PER_JOB = int(os.environ.get("SCHEDULER_RECORD_SCORES_PE
 # and in the MetricsBody row when set to "" (what PostgreSQL deployments get by default).
 METRICS_PRERENDER = env_bool("METRICS_PRERENDER", True)
 METRICS_BODY_FILE = os.environ.get("METRICS_BODY_FILE")
+# Per-job series (volcano_e2e_job_scheduling_*, volcano_unschedule_task_count):
+# at most METRICS_JOB_SERIES_MAX unfinished jobs, newest first (0 = none).
+METRICS_JOB_SERIES_MAX = int(os.environ.get("METRICS_JOB_SERIES_MAX", "2000"))
 # Forecast (schedweb.scheduling.forecast_task; README "Forecast and previews"): estimated starts
 # of waiting jobs, computed off the scheduling path after every FORECAST_EVERY_CYCLES-th cycle
 # (0 = never), stopped after FORECAST_CPU_BUDGET_S of CPU, FORECAST_HORIZON_S simulated seconds
