@@ -50,7 +50,8 @@ def same_scores(got: dict[str, Any], want: dict[str, Any]) -> None:
         for a, b in pairs:
             assert (a.node, a.pipelined, list(a.plugins)) == (b.node, b.pipelined, list(b.plugins)), uid
             assert math.isclose(a.total, b.total, rel_tol=1e-9, abs_tol=1e-9), uid
-            assert all(math.isclose(a.plugins[p], b.plugins[p], rel_tol=1e-9, abs_tol=1e-9) for p in a.plugins)
+            assert all(math.isclose(a.plugins[p], b.plugins[p], rel_tol=1e-9, abs_tol=1e-9)
+                       for p in a.plugins), uid
 
 
 @pytest.mark.parametrize("name", ["binpack", "default", "least", "proportional"])
