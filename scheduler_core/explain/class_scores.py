@@ -16,6 +16,7 @@ probe has written that state into the row) and every other row as the run's firs
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -71,11 +72,10 @@ class RowCache:
             col[rows] = got[name]
 
     def entries_for(self, ssn: Session, task: TaskInfo, rows: np.ndarray, totals: np.ndarray,
-                    pipes: np.ndarray, last: np.ndarray, last_all: int) -> list[NodeScore]:
-        """The NodeScores of `rows` (totals and pipelined flags as ranked now), computing the
-        parts only of rows changed since they were cached."""
-        from scheduler_core.explain.node_scores import NodeScore
-
+                    pipes: np.ndarray, last: np.ndarray, last_all: int,
+                    make: Callable[[str, float, dict[str, float], bool], NodeScore]) -> list[NodeScore]:
+        """The NodeScores of `rows` (totals and pipelined flags as ranked now; `make` builds one),
+        computing the parts only of rows changed since they were cached."""
         lv = last[rows]
         fresh = (self.ver[rows] == lv) & (self.all_ver[rows] == last_all)
         stale = ~fresh | (self.tot[rows] != totals) | (self.pipe[rows] != pipes)
@@ -98,7 +98,7 @@ class RowCache:
                 r = int(rows[i])
                 total, pipe = float(totals[i]), bool(pipes[i])
                 parts = {name: float(col[r]) for name, col in zip(plugins, cols, strict=True)}
-                self.entries[r] = NodeScore(names[r], total, parts, pipe)
+                self.entries[r] = make(names[r], total, parts, pipe)
                 self.tot[r], self.pipe[r] = total, pipe
         entries = self.entries
         return [entries[r] for r in rows.tolist()]  # type: ignore[misc]

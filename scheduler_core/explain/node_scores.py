@@ -259,7 +259,8 @@ class ScoreRecorder:
         if kept is not None:
             rows = kept[0][rows]
         if state.local:
-            entries = cache.entries_for(self.ssn, task, rows, totals, pipes, log.last, log.last_all)
+            entries = cache.entries_for(self.ssn, task, rows, totals, pipes, log.last, log.last_all,
+                                        NodeScore)
             self.record(task, "allocate", _NO_ROWS, _NO_TOTALS, {}, _NO_PIPES)
             self._open.entries = entries  # type: ignore[union-attr]
             return
