@@ -13,7 +13,9 @@ wall-clock `run_session` seconds; the snapshot build (the in-memory "load") is r
 Cycles share one rotating index of the feasible-node search limit, as the scheduling cycle does
 (`framework.node_search`; `search_k` = feasible nodes kept per task). `--compare-limit` cases
 also run with the limit off (scenario `<name>/no-limit`, K = every node) and the placements/s
-ratio of Volcano's defaults to no limit is printed.
+ratio of Volcano's defaults to no limit is printed. `--compare-scores` cases (fresh scenarios)
+run node-score recording off and on in alternating rounds in one child process and print the
+CPU-time ratio of on to off per round (its range: the machine is shared).
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ DEFAULT_CYCLES = {"fill": 3, "contention": 1, "steady": 30, "backlog": 10, "fill
 # Scenarios run on a fresh snapshot every cycle (no warm-up).
 FRESH = ("fill", "contention", "fill-binpack")
 NO_LIMIT = "/no-limit"  # scenario suffix of a case run without the feasible-node search limit
+SCORES = "/scores"  # child case suffix: recording off vs on (score_overhead)
 UNLIMITED = SearchOptions(percentage_nodes_to_find=100)
 
 
@@ -121,6 +124,37 @@ def run_case(size: str, scenario: str, seed: int = 1, cycles: int | None = None)
         "warmup": {k: round(v, 2) for k, v in warmup.items()},
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
     }
+
+
+def score_overhead(size: str, scenario: str, seed: int = 1, rounds: int = 4) -> dict[str, Any]:
+    """CPU seconds of `run_session` with node-score recording off and on (`record_scores=True`),
+    alternating, `rounds` of each on fresh snapshots; the on/off ratio of each round."""
+    world = build_world(size, scenario, seed)
+    conf = conf_of(world.spec)
+    off, on, digests = [], [], set()
+    for _ in range(rounds):
+        for record, out in ((False, off), (True, on)):
+            snap = to_snapshot(world.spec)
+            c0 = time.process_time()
+            result = run_session(snap, conf, node_scan=NodeScan(), record_scores=record)
+            out.append(time.process_time() - c0)
+            digests.add(json.dumps([sorted(result.binds.items()), sorted(result.pipelined.items())]))
+    ratios = [b / a for a, b in zip(off, on, strict=True)]
+    return {"size": size, "scenario": scenario, "off_cpu_s": [round(x, 3) for x in off],
+            "on_cpu_s": [round(x, 3) for x in on], "ratios": [round(x, 3) for x in ratios],
+            "same_decisions": len(digests) == 1}
+
+
+def score_lines(rows: list[dict[str, Any]]) -> str:
+    """The recording-overhead lines of the report (printed, and returned for the report file)."""
+    lines = [f"- {r['size']} {r['scenario']}: on/off CPU {min(r['ratios']):.2f}-{max(r['ratios']):.2f}x "
+             f"(off {min(r['off_cpu_s'])}-{max(r['off_cpu_s'])} s, on {min(r['on_cpu_s'])}-"
+             f"{max(r['on_cpu_s'])} s, {len(r['ratios'])} rounds); decisions "
+             f"{'identical' if r['same_decisions'] else 'DIFFER'}" for r in rows]
+    text = "\n".join(lines)
+    if text:
+        print("\nNode-score recording (record_scores=True vs off, alternating rounds):\n" + text)
+    return text + "\n" if text else ""
 
 
 def run_isolated(size: str, scenario: str, seed: int, cycles: int = 0) -> dict[str, Any]:
@@ -225,11 +259,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cycles", type=int, default=0, help="override the cycles per case (0 = defaults)")
     p.add_argument("--compare-limit", default="L:fill",
                    help="size:scenario cases also run without the feasible-node search limit")
+    p.add_argument("--compare-scores", default="M:fill",
+                   help="size:scenario cases run with node-score recording off and on, alternating")
     p.add_argument("--json", default="var/bench", help="directory for the JSON output ('' = none)")
     p.add_argument("--case", help=argparse.SUPPRESS)  # child mode: one case, JSON on stdout
     p.add_argument("--profile", metavar="SIZE:SCENARIO", help="profile one cycle of the case instead")
     p.add_argument("--profiler", choices=("pyinstrument", "cprofile"), default="pyinstrument")
     args = p.parse_args(argv)
+    if args.case and args.case.endswith(SCORES):
+        size, scenario = args.case.removesuffix(SCORES).split(":")
+        print(json.dumps(score_overhead(size, scenario, args.seed, args.cycles or 4)))
+        return 0
     if args.case:
         size, scenario = args.case.split(":")
         print(json.dumps(run_case(size, scenario, args.seed, args.cycles or None)))
@@ -249,8 +289,12 @@ def main(argv: list[str] | None = None) -> int:
     table = print_table("In-memory session (scheduler_core alone; ms)", COLUMNS, rows)
     table += check_targets("session", rows)
     table += limit_ratios(rows, compared)
+    scored = [run_isolated(size, scenario + SCORES, args.seed)
+              for size, scenario in selected_cases(p, "", "", args.compare_scores)]
+    table += score_lines(scored)
     if args.json:
-        path = write_json(Path(args.json), "session", {"machine": machine(), "cases": rows}, table)
+        path = write_json(Path(args.json), "session",
+                          {"machine": machine(), "cases": rows, "scores": scored}, table)
         print(f"JSON: {path}")
     return 0
 

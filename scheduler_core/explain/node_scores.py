@@ -25,9 +25,10 @@ A `NodeScore` has the node, the `total` the action ranked by (`Session.node_scor
 `plugins`: each enabled node-order plugin's share of it (node-order plus batch-node-order
 callback, `Session.node_score_parts`), e.g. {"nodeorder": 250.0, "binpack": 62.5}.
 JSON (`to_json()`, under the result's "node_scores" key): floats rounded to 4 decimals.
-Scores are those at the moment of the decision. For allocate the totals come from the class's
-shared score vectors (`actions.allocate.placement.ClassState`); only the top rows' per-plugin parts are
-computed, and kept per class until their row changes.
+Scores are those at the moment of the decision. For allocate they come from the class's shared
+score vectors, once per class and not per task (`explain.class_scores`): only rows changed
+since the class last ranked them get their per-plugin parts computed, and runs of identical
+tasks stay on while recording.
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
+
+from scheduler_core.explain.class_scores import RowCache, row_parts, run_entries
 
 if TYPE_CHECKING:
     from scheduler_core.framework.session import Session
@@ -57,19 +60,22 @@ class ClassState(Protocol):
     local: bool
     ok: np.ndarray
     future_fit: np.ndarray
+    # After a limited scan (framework.node_search): (kept rows, their idle-fit scores, their
+    # future-only scores), else None.
+    kept: tuple[np.ndarray, np.ndarray, np.ndarray] | None
 
 
 class ChangeLog(Protocol):
     """What record_class reads of allocate's change log (actions.allocate.placement.ChangeLog)."""
 
-    last: np.ndarray
+    last: np.ndarray  # at least one entry per NodeTable row
     last_all: int
 
 DECIMALS = 4
 _NEG = -np.inf
 _NO_ROWS = np.zeros(0, dtype=np.intp)
-# Up to this many rows' parts are computed one by one in plain floats (as _placement does).
-_ROW_BY_ROW = 8
+_NO_TOTALS = np.zeros(0)
+_NO_PIPES = np.zeros(0, dtype=bool)
 _AMBIENT: ContextVar[int] = ContextVar("record_scores", default=0)
 
 
@@ -142,20 +148,9 @@ class _Try:
     parts: dict[str, np.ndarray]
     pipes: np.ndarray
     chosen: NodeScore | None = None
-
-
-def row_parts(ssn: Session, task: TaskInfo, row: int) -> dict[str, float]:
-    """`ssn.node_score_parts` for a mask holding only `row`, in plain floats when every scorer
-    has a row function (the same path as `Session.node_row_score`)."""
-    fns = ssn.row_score_fns()
-    if all(fn is not None for _, fn in fns):
-        out: dict[str, float] = {}
-        for name, fn in fns:
-            out[name] = out.get(name, 0.0) + fn(task, row)  # type: ignore[misc]
-        return out
-    mask = np.zeros(len(ssn.node_table), dtype=bool)
-    mask[row] = True
-    return {name: float(v[0]) for name, v in ssn.node_score_parts(task, mask, np.array([row])).items()}
+    # allocate's tries: the entries themselves (shared with other tries of the class), already
+    # cut to the top N; rows/totals/parts/pipes are then empty.
+    entries: list[NodeScore] | None = None
 
 
 def top_rows(scores: np.ndarray, k: int) -> np.ndarray:
@@ -231,21 +226,27 @@ class ScoreRecorder:
         self.record(task, action, rows, scores[rows], ssn.node_score_parts(task, mask, rows),
                     np.full(len(rows), pipelined))
 
-    def record_class(self, task: TaskInfo, state: ClassState, choice: tuple[int, bool] | None,
-                     log: ChangeLog, cache: dict[int, tuple[int, int, dict[str, float]]]) -> None:
-        """allocate's try: the top rows of the task's class state right after `state.best()`.
+    def new_cache(self) -> RowCache:
+        """A class's cache for `record_class` (the Placer keeps one per class)."""
+        return RowCache(len(self.names))
 
-        `cache` (one per class, kept by the Placer) holds per-plugin parts by row, valid while
-        the row has no newer change-log entry (local classes: a row's scores depend on it alone).
-        """
+    def record_class(self, task: TaskInfo, state: ClassState, choice: tuple[int, bool] | None,
+                     log: ChangeLog, cache: RowCache) -> None:
+        """allocate's try: the top rows of the task's class state right after `state.best()`
+        (after a limited scan, of the rows it kept). `cache`: the class's `new_cache()`."""
         if choice is None:
             self.record_none(task, "allocate")
             return
-        idle, future = state.best_idle, state.best_future
+        kept = state.kept
+        if kept is None:
+            idle, future = state.best_idle, state.best_future
+        else:
+            idle, future = kept[1], kept[2]
         rows = self._ranked(idle, future)
-        if state.unverified and not state.unverified.isdisjoint(rows.tolist()):
+        if kept is None and state.unverified and not state.unverified.isdisjoint(rows.tolist()):
             # Rows whose dynamic predicates were not asked since they got a task (the class asks
             # lazily, before choosing one): leave out those that fail now, without touching state.
+            # (A limited scan verified every row it kept.)
             ok = self.ssn.predicate(task).ok_mask
             bad = [r for r in state.unverified if not ok[r]]
             if bad:
@@ -255,39 +256,45 @@ class ScoreRecorder:
         first = np.count_nonzero(idle[rows] > _NEG)
         pipes = np.arange(len(rows)) >= first  # idle-fit rows come first
         totals = np.where(pipes, future[rows], idle[rows])
+        if kept is not None:
+            rows = kept[0][rows]
         if state.local:
-            parts = self._cached_parts(task, rows, log, cache)
-        else:  # topology spread / pod affinity: scores normalised over the class's candidates
-            parts = self.ssn.node_score_parts(task, state.ok & state.future_fit, rows)
-        self.record(task, "allocate", rows, totals, parts, pipes)
+            entries = cache.entries_for(self.ssn, task, rows, totals, pipes, log.last, log.last_all,
+                                        NodeScore)
+            self.record(task, "allocate", _NO_ROWS, _NO_TOTALS, {}, _NO_PIPES)
+            self._open.entries = entries  # type: ignore[union-attr]
+            return
+        # Topology spread / pod affinity: scores normalised over the class's candidates (after a
+        # limited scan, over the kept rows, as they were scored).
+        if kept is None:
+            mask = state.ok & state.future_fit
+        else:
+            mask = np.zeros(len(self.names), dtype=bool)
+            mask[kept[0]] = True
+            mask &= state.future_fit
+        self.record(task, "allocate", rows, totals, self.ssn.node_score_parts(task, mask, rows), pipes)
+
+    def row_parts(self, task: TaskInfo, row: int) -> dict[str, float]:
+        """Each plugin's score of `row` for `task` as the NodeTable stands (a run probe's state)."""
+        return row_parts(self.ssn, task, row)
+
+    def record_run(self, tasks: list[TaskInfo], row: int,
+                   figures: list[tuple[float, dict[str, float]]]) -> None:
+        """The copies after the first of a run on `row` (ClassState.run_length): copy j's try is
+        the first copy's with `row` at `figures[j - 1]` (its total and parts with j copies placed)."""
+        t = self._open
+        if t is None or t.entries is None or not tasks:
+            return
+        name = self.names[row]
+        for task, (total, parts) in zip(tasks[1:], figures, strict=False):
+            entry = NodeScore(name, total, parts, False)
+            self.record(task, "allocate", _NO_ROWS, _NO_TOTALS, {}, _NO_PIPES)
+            self._open.entries = run_entries(t.entries, entry, self.top)  # type: ignore[union-attr]
 
     def _ranked(self, idle: np.ndarray, future: np.ndarray) -> np.ndarray:
         """The top rows in allocate's order: idle fits by score, then future-idle fits by score."""
         first = top_rows(idle, self.top)
         return np.concatenate((first, top_rows(future, self.top - len(first))))
-
-    def _cached_parts(self, task: TaskInfo, rows: np.ndarray, log: ChangeLog,
-                      cache: dict[int, tuple[int, int, dict[str, float]]]) -> dict[str, np.ndarray]:
-        last, last_all = log.last, log.last_all
-        versions = [int(last[r]) if r < len(last) else -1 for r in rows.tolist()]
-        missing = [r for r, v in zip(rows.tolist(), versions, strict=True)
-                   if (hit := cache.get(r)) is None or hit[0] != v or hit[1] != last_all]
-        ssn = self.ssn
-        if len(missing) <= _ROW_BY_ROW:  # usually the row of the latest placement alone
-            for r in missing:
-                v = int(last[r]) if r < len(last) else -1
-                cache[r] = (v, last_all, row_parts(ssn, task, r))
-        else:
-            miss = np.asarray(missing, dtype=np.intp)
-            mask = np.zeros(len(self.names), dtype=bool)
-            mask[miss] = True
-            got = ssn.node_score_parts(task, mask, miss)
-            for i, r in enumerate(missing):
-                v = int(last[r]) if r < len(last) else -1
-                cache[r] = (v, last_all, {name: float(arr[i]) for name, arr in got.items()})
-        per_row = [cache[r][2] for r in rows.tolist()]
-        names = list(per_row[0]) if per_row else []
-        return {name: np.array([p[name] for p in per_row]) for name in names}
 
     # -- result ----------------------------------------------------------------------------
     def _entry(self, t: _Try, i: int) -> NodeScore:
@@ -296,6 +303,8 @@ class ScoreRecorder:
 
     def _entries(self, t: _Try) -> list[NodeScore]:
         """Every entry of the try (plain Python values first: one conversion per array)."""
+        if t.entries is not None:
+            return list(t.entries)
         names = self.names
         parts = [(name, arr.tolist()) for name, arr in t.parts.items()]
         return [NodeScore(names[r], total, {name: vals[i] for name, vals in parts}, pipe)
@@ -305,6 +314,10 @@ class ScoreRecorder:
     def _settle(self, t: _Try) -> None:
         """Note the node the task now holds (if this try ranked it), then cut to the top N."""
         task = t.task
+        if t.entries is not None:
+            if task.node_name is not None and task.uid in self.ssn.placed:
+                t.chosen = next((e for e in t.entries if e.node == task.node_name), None)
+            return
         if task.node_name is not None and task.uid in self.ssn.placed:
             hit = np.flatnonzero(t.rows == self.index.get(task.node_name, -1))
             if len(hit):

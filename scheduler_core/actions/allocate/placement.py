@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from scheduler_core.actions.allocate.window import WindowView, best_in_window
+from scheduler_core.actions.allocate.window import best_in_window
 from scheduler_core.framework.records import FitErrors
 from scheduler_core.resources import MIN_RESOURCE
 
@@ -91,12 +91,13 @@ class ChangeLog:
 
     ALL = -1
 
-    def __init__(self) -> None:
+    def __init__(self, n: int = 0) -> None:
+        """`n`: the NodeTable's rows (`last` holds an entry for each from the start)."""
         self.rows: list[int] = []
         # Per row, the log position of its latest entry (-1 = none), so a class finds the
         # distinct rows changed since position p with one numpy comparison, whatever the
         # log's length; plus the latest positions of an ALL and of a released entry.
-        self.last = np.full(0, -1, dtype=np.int64)
+        self.last = np.full(n, -1, dtype=np.int64)
         self.last_all = -1
         self.last_released = -1
 
@@ -268,10 +269,6 @@ class ClassState:
             return best_in_window(self, search)
         return self.best_all()
 
-    def recorded(self) -> ClassState | WindowView:
-        """What score recording ranks: the state, or after a limited scan the rows it kept."""
-        return self if self.kept is None else WindowView(self)
-
     def best_all(self) -> tuple[int, bool] | None:
         """`best` over every row (no scan limit); soft sharding splits each gradient into the
         shard's rows, then the others (`ShardView.groups`; one group otherwise)."""
@@ -289,9 +286,12 @@ class ClassState:
                     return r, future
         return None
 
-    def run_length(self, r: int, limit: int, cap: Callable[[int], int] | None = None) -> int:
+    def run_length(self, r: int, limit: int, cap: Callable[[int], int] | None = None,
+                   note: Callable[[float], None] | None = None) -> int:
         """How many tasks of the class in a row go to row r, the row `best` just chose to allocate
-        on (1 <= k <= limit; see the module docstring); `cap(k)` bounds it further (the queue)."""
+        on (1 <= k <= limit; see the module docstring); `cap(k)` bounds it further (the queue).
+        `note(score)` is called for copy j+1 of the run (j = 1, 2, ...) while row r holds the
+        state with j copies placed (score recording takes that copy's figures then)."""
         self.run_verified = -1
         if limit <= 1 or not self.local or self.windowed or self.best_idle[r] == _NEG:
             return 1  # spreading classes, pipelined and scan-limited placements go one by one
@@ -339,6 +339,8 @@ class ClassState:
                 s = ssn.node_row_score(task, r)
                 if s < top or (s == top and rival < r):
                     break
+                if note is not None:
+                    note(s)
                 k += 1
             if cap is not None and k > 1:
                 k = max(1, min(k, cap(k)))

@@ -18,7 +18,8 @@ allocate asks `best(task)` (predicates, fit, scores: which node, allocated or pi
   the class's latest run was longer than one.
 `forget()` makes every class recompute (the per-job guard calls it after undoing a failed job).
 When the session records scores (`scheduler_core.explain.node_scores`), each `best` call records the
-class's top rows right after choosing (the failure memo records an empty try).
+class's top rows right after choosing (the failure memo records an empty try), from the class's
+figures (`explain.class_scores`); a run's copies are recorded from the run probe's figures.
 The feasible-node search limit (`framework.node_search`, the session's `node_search`) is applied
 inside `best`: each call scans from the rotating index and moves it on, as Volcano's predicate
 helper does for every task it filters (a memoised failure went round every node: no move).
@@ -27,6 +28,7 @@ helper does for every task it filters (a memoised failure went round every node:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from itertools import islice
 from typing import TYPE_CHECKING
 
 from scheduler_core.actions.allocate.placement import ChangeLog, ClassState, has_dynamic_predicates, spreads
@@ -50,16 +52,17 @@ class Placer:
         self.fields = signed_fields((sig for _, _, sig in ssn.placement_signatures()),
                                     lambda: session_has_inter_pod_terms(ssn))
         self.class_key = class_key_fn(self.fields)
-        self._log = ChangeLog()
+        self._log = ChangeLog(len(ssn.node_table))
         self._states: dict[object, ClassState] = {}
         # Class key -> (change-log length, fit errors) of the class's latest failure.
         self._failed: dict[object, tuple[int, FitErrors]] = {}
         # The task of the latest `best` call and its class state (what `placed` updates).
         self._asked: tuple[TaskInfo | None, ClassState | None] = (None, None)
         # Score recording (scheduler_core.explain.node_scores), None when off; per class key, the
-        # recorder's cache of per-plugin scores by row.
+        # recorder's cache of entries by row; the figures of the latest run's copies after the first.
         self._recorder = ssn.score_recorder
-        self._parts: dict[object, dict] = {}
+        self._parts: dict[object, object] = {}
+        self._run_figures: list[tuple[float, dict[str, float]]] = []
         # The class key being worked on: what `deferred` drops when a job is stopped mid-way.
         self._current: object = None
 
@@ -83,8 +86,12 @@ class Placer:
             state.catch_up(log)
         self._asked = (task, state)
         choice = state.best(self._search)
-        if self._recorder is not None:
-            self._recorder.record_class(task, state.recorded(), choice, log, self._parts.setdefault(key, {}))
+        recorder = self._recorder
+        if recorder is not None:
+            cache = self._parts.get(key)
+            if cache is None:
+                cache = self._parts[key] = recorder.new_cache()
+            recorder.record_class(task, state, choice, log, cache)
         if choice is None:
             self._failed[key] = (len(log.rows), state.errors())
         return choice
@@ -93,11 +100,19 @@ class Placer:
                    cap: Callable[[int], int] | None = None) -> int:
         """How many of `limit` identical tasks in a row, `task` first, go to `row`, the row
         `best(task)` just chose to allocate on, as asking `best` for each in turn would answer;
-        `cap(k)` bounds it further. 1 when score recording is on (it records every try)."""
+        `cap(k)` bounds it further. While recording scores, each copy's figures on `row` are
+        noted for its try (`placed` records them); under soft sharding a run is then one task."""
         asked, state = self._asked
-        if limit <= 1 or asked is not task or state is None or self._recorder is not None:
+        if limit <= 1 or asked is not task or state is None:
             return 1
-        return state.run_length(row, limit, cap)
+        recorder = self._recorder
+        if recorder is None:
+            return state.run_length(row, limit, cap)
+        if len(self.ssn.shard.groups) > 1:
+            return 1  # the recorded order ranks all rows, the run only the row's group
+        figures = self._run_figures = []
+        return state.run_length(row, limit, cap,
+                                lambda s: figures.append((s, recorder.row_parts(task, row))))
 
     def expects_run(self, task: TaskInfo) -> bool:
         """After `best(task)`: the latest `run_length` of its class found a run (a hint for when
@@ -122,6 +137,12 @@ class Placer:
             state.catch_up(log)
             if count > 1:
                 state.placed_run(row, count)
+        if count > 1 and self._recorder is not None:
+            # The run's tasks are the latest `count` the session placed (Session._place_run).
+            placed = self.ssn.placed
+            run = list(islice(reversed(placed.values()), count))[::-1]
+            self._recorder.record_run(run if run and run[0] is task else [], row, self._run_figures)
+            self._run_figures = []
 
     def released(self, tasks: Iterable[TaskInfo]) -> None:
         """These placed tasks are about to be undone (a discard): their rows gain room."""

@@ -7,8 +7,8 @@ rotating index and moves the index on; the best among the kept rows wins (idle f
 the score, ties to the lowest row; under soft sharding each of the two in the shard first). Rows
 the class has not re-verified since they got a task (`ClassState.unverified`) are verified first
 when the scan reaches them: one that now fails moves where the scan stops. Spreading classes
-(scores normalised over the scored rows) are scored over the kept rows alone. `WindowView` is
-what score recording ranks after such a try.
+(scores normalised over the scored rows) are scored over the kept rows alone. Score recording
+ranks the kept rows (`ClassState.kept`) after such a try.
 """
 
 from __future__ import annotations
@@ -64,22 +64,3 @@ def any_unverified(state: ClassState, kept: np.ndarray, stop: int) -> bool:
     rows = np.fromiter(state.unverified, dtype=np.intp, count=len(state.unverified))
     at = np.searchsorted(kept, rows)
     return bool(((at < len(kept)) & (kept[np.minimum(at, len(kept) - 1)] == rows)).any())
-
-
-class WindowView:
-    """A class state as its latest limited scan saw it (score recording's view, read-only):
-    rows outside the kept window are out (-inf), kept rows carry the scores `best` compared."""
-
-    __slots__ = ("best_idle", "best_future", "unverified", "local", "ok", "future_fit")
-
-    def __init__(self, state: ClassState) -> None:
-        assert state.kept is not None
-        kept, by_idle, by_future = state.kept
-        n = len(state.best_idle)
-        self.best_idle, self.best_future = np.full(n, _NEG), np.full(n, _NEG)
-        self.best_idle[kept], self.best_future[kept] = by_idle, by_future
-        self.unverified: set[int] = set()  # the scan verified every kept row
-        self.local = state.local
-        self.ok = np.zeros(n, dtype=bool)
-        self.ok[kept] = True  # spreading classes' parts: normalised over the kept rows, as scored
-        self.future_fit = state.future_fit

@@ -217,13 +217,27 @@ def test_pipelined_tasks_go_one_by_one(spy, monkeypatch):
     assert spy["runs"] == []
 
 
-def test_score_recording_places_one_by_one(spy):
-    snap = snapshot(nodes=[node("n1", cpu="8", memory="16Gi")], jobs=[gang("w", 4)])
+def test_score_recording_keeps_runs_with_one_by_one_records(spy, monkeypatch):
+    # Recording no longer turns runs off: the run's copies get the tries one by one would record
+    # (binpack fills n2 first; once it is full, w-3 starts a run on n1, each copy its figures).
+    def build():
+        nodes = [node("n1", cpu="8", memory="16Gi"), node("n2", cpu="2", memory="4Gi")]
+        return snapshot(nodes=nodes, jobs=[gang("w", 6)])
+
     from scheduler_core.scheduler import run_session
 
-    result = run_session(snap, conf("allocate", BINPACK_TIERS), record_scores=True)
-    assert result.binds == {f"ns/w-{i}": "n1" for i in range(4)}
-    assert spy["runs"] == [] and sorted(result.node_scores) == [f"ns/w-{i}" for i in range(4)]
+    cfg = conf("allocate", BINPACK_TIERS)
+    result = run_session(build(), cfg, record_scores=True)
+    assert result.binds == {"ns/w-0": "n2", "ns/w-1": "n2", **{f"ns/w-{i}": "n1" for i in range(2, 6)}}
+    assert spy["runs"] == [("w-3", "n1", 3, 3)]
+    monkeypatch.setattr(AllocateAction, "runs", False)
+    alone = run_session(build(), cfg, record_scores=True)
+    assert result_json(result)["node_scores"] == result_json(alone)["node_scores"]
+    assert sorted(result.node_scores) == [f"ns/w-{i}" for i in range(6)]
+    w4, w5 = result.node_scores["ns/w-4"], result.node_scores["ns/w-5"]
+    assert [e.node for e in w4.top] == ["n1"] and w4.chosen == "n1" and w4.chosen_scores == w4.top[0]
+    # binpack (weight 10): n1 scores higher as each copy fills it
+    assert (w4.top[0].plugins, w5.top[0].plugins) == ({"binpack": 281.25}, {"binpack": 375.0})
 
 
 def test_a_discarded_gang_undoes_its_runs(spy, monkeypatch):
