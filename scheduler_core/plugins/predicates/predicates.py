@@ -32,7 +32,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from scheduler_core.framework.interface import Event, EventHandler, Plugin
-from scheduler_core.framework.registry import register_plugin
 from scheduler_core.framework.signature import Signature
 from scheduler_core.plugins.predicates.messages import (
     AFFINITY_MISMATCH,
@@ -78,9 +77,10 @@ def arg_float(arguments: dict[str, Any], key: str, default: float) -> float:
 
 
 
-@register_plugin("predicates")
 class PredicatesPlugin(Plugin):
     """Vectorised node filters with a per-session cache of the static part."""
+
+    name = "predicates"
 
     # Task fields the predicate reads: selectors, affinity, tolerations, spread constraints and the
     # request (proportional); labels and namespace only where inter-pod terms match them.
