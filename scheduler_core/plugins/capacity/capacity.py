@@ -61,6 +61,7 @@ class CapacityPlugin(Plugin):
     name = "capacity"
 
     limit_figure = "real_capability"
+    ceiling_figures = ("real_capability",)
     explanation_form = "configured-deserved"
 
     @classmethod

@@ -52,6 +52,8 @@ class ProportionPlugin(Plugin):
     name = "proportion"
 
     limit_figure = "deserved"
+    # deserved never exceeds max(real capability, guarantee): the most a queue can ever get.
+    ceiling_figures = ("real_capability", "guarantee")
     explanation_form = "weight-rounds"
 
     @classmethod
