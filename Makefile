@@ -29,11 +29,14 @@ services:
 # Deterministic: property tests derandomized, schemathesis on a fixed seed (tests/conftest.py).
 # Two parts: everything on TEST_WORKERS pytest-xdist workers (each its own test database and Redis
 # database: tests/xdist_env.py), then, alone, the tests that stop a shared service (`exclusive`).
-# TEST_WORKERS=0 runs the first part in one process.
+# TEST_WORKERS=0 runs the first part in one process. xdist's default distribution hands each
+# worker tests in collection order, which keeps pytest-django's order (transactional tests, whose
+# flush also removes what data migrations made, such as the default queue, after the others);
+# --dist loadfile would not.
 TEST_WORKERS ?= 2
 TEST_ENV = DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) HYPOTHESIS_PROFILE=deterministic
 test: services venv lint
-	$(TEST_ENV) $(PY) -m pytest -p tests.xdist_env -n $(TEST_WORKERS) --dist loadfile \
+	$(TEST_ENV) $(PY) -m pytest -p tests.xdist_env -n $(TEST_WORKERS) \
 		-m "not soak and not exclusive" $(PYTEST_ARGS)
 	$(TEST_ENV) $(PY) -m pytest -m "exclusive and not soak" $(PYTEST_ARGS)
 
