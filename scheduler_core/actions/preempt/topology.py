@@ -14,12 +14,13 @@ those of the normal path (`preempt.py`), but nodes are not scored:
    first removal), and put back one by one in reverse removal order, each staying back whenever
    the preemptor still fits. "Fits" is only: every queue plugin with `enabledAllocatable`
    accepts the preemptor on its simulated view, the request plus one slot fits the node's
-   future idle, and the predicates plugin sees no required inter-pod (anti-)affinity violation.
+   future idle, and no predicate's simulated inter-pod test (`PredicateFacets.inter_pod`, the
+   predicates plugin's) sees a required inter-pod (anti-)affinity violation.
    After the removals only the affinity test is asked again; a node still failing it, or
    ending with no victim, is no candidate.
 3. Simulated views, as upstream: a plugin's view exists only when it has `enabledPredicate`
    (a queue plugin without one always refuses) and follows removals only when it has
-   `enabledPreemptable` or `enabledAllocatable` (otherwise predicates judges affinity on the
+   `enabledPreemptable` or `enabledAllocatable` (otherwise a predicate judges affinity on the
    state before the dry run). Tasks already Releasing count as gone.
 4. Choice among candidates: lowest priority of the first victim, then lowest sum of
    (priority + 2^31), then fewest victims, then the latest earliest start time among the
