@@ -9,12 +9,84 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from scheduler_core.explain.node_scores import TaskScores
-    from scheduler_core.framework.records import Reason
     from scheduler_core.resources import Resource
+
+# Decimals of a recorded node score in the JSON.
+SCORE_DECIMALS = 4
+
+
+class ReasonCode(StrEnum):
+    """Reason codes of docs/semantics.md section 7 (value = name)."""
+
+    NeverFits = "NeverFits"
+    # Not in the semantics' list: the job's evaluation went over its work budget this cycle
+    # (framework.work_budget); it is tried again next cycle.
+    Deferred = "Deferred"
+    QueueClosed = "QueueClosed"
+    InvalidJob = "InvalidJob"
+    NotEnqueued = "NotEnqueued"
+    QueueOverCapability = "QueueOverCapability"
+    QueueOverDeserved = "QueueOverDeserved"
+    GangUnschedulable = "GangUnschedulable"
+    NodeFit = "NodeFit"
+    WaitingForPreemption = "WaitingForPreemption"
+    Unknown = "Unknown"
+
+
+@dataclass(eq=False)
+class Reason:
+    """One job's reason: code, one-line message with numbers, details (queue_chain, node_failures)."""
+
+    code: ReasonCode
+    message: str
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """`{"code", "message", "details"}` as in the scenario output."""
+        return {"code": str(self.code), "message": self.message, "details": dict(self.details)}
+
+
+def score_round(x: float) -> float:
+    """A score as the JSON shows it: SCORE_DECIMALS decimals, never "-0.0"."""
+    return round(float(x), SCORE_DECIMALS) + 0.0
+
+
+@dataclass(frozen=True)
+class NodeScore:
+    """One node's scores in a try: the total the action ranked by and each plugin's part."""
+
+    node: str
+    total: float
+    plugins: dict[str, float]
+    pipelined: bool = False  # the task would only be pipelined there (future idle fits, or preempt)
+
+    def to_json(self) -> dict[str, Any]:
+        """{"node", "total", "plugins": {plugin: score}, "pipelined"}, floats to 4 decimals."""
+        return {"node": self.node, "total": score_round(self.total),
+                "plugins": {name: score_round(v) for name, v in self.plugins.items()},
+                "pipelined": self.pipelined}
+
+
+@dataclass(frozen=True)
+class TaskScores:
+    """A task's last placement try: who tried, where it ended up, the best nodes, the chosen one."""
+
+    action: str
+    chosen: str | None
+    pipelined: bool
+    top: list[NodeScore] = field(default_factory=list)
+    chosen_scores: NodeScore | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The "node_scores" entry of one task in `SessionResult.to_json()`."""
+        return {"action": self.action, "chosen": self.chosen, "pipelined": self.pipelined,
+                "top": [e.to_json() for e in self.top],
+                "chosen_scores": self.chosen_scores.to_json() if self.chosen_scores is not None else None}
+
 
 # Resource figures of a queue, in output order.
 FIGURE_NAMES = ("deserved", "allocated", "request", "inqueue", "elastic", "capability",
@@ -116,7 +188,7 @@ class SessionResult:
     # Jobs set aside for this session (framework.isolation): uid -> {where, error, message, field}.
     job_errors: dict[str, dict[str, str]] = field(default_factory=dict)
     # Only when the session recorded scores (run_session(record_scores=...)), else None: task uid
-    # -> the per-node scores of its last placement try (scheduler_core.explain.node_scores.TaskScores:
+    # -> the per-node scores of its last placement try (TaskScores, recorded by explain.node_scores:
     # action, chosen node, pipelined, top nodes best first, the chosen node's scores).
     node_scores: dict[str, TaskScores] | None = None
     # job uid -> the PodGroup condition the gang plugin set at close (none for a job it skipped).

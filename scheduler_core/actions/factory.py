@@ -1,4 +1,4 @@
-"""The one list of actions (as upstream's actions/factory.go): importing this module registers each.
+"""The one list of actions (as upstream's actions/factory.go): the registry is filled from it.
 
 A new action is one import and one entry here; nothing else discovers actions.
 """
@@ -12,7 +12,7 @@ from scheduler_core.actions.preempt.preempt import PreemptAction
 from scheduler_core.actions.reclaim.reclaim import ReclaimAction
 from scheduler_core.framework.interface import Action
 
-# Each class registers itself (@register_action) when imported; the list is for readers and tests.
+# The one registration: the registry is filled from this list, each class under its `name`.
 ACTIONS: tuple[type[Action], ...] = (
     AllocateAction,
     BackfillAction,

@@ -3,11 +3,13 @@
 Checked at session close by build_reasons for every valid job with unbound tasks whose gang is
 not met, except jobs that got a task placed (allocated or pipelined) in this session. Only
 facts that other jobs finishing cannot change are used: node allocatable (not idle), the
-static predicates of the `predicates` plugin (unschedulable, selector / node affinity, taints;
-every node when the plugin is off), and the queue limits the active queue plugin enforces
-(`real_capability` from the session's QueueFigures: every level but the root with capacity,
-the job's own queue with proportion, where the limit is max(real capability, guarantee) since
-deserved never exceeds either). Kinds, in the order they are tested:
+failures the enabled predicates declare as coming from node facts alone (`PredicateFacets.
+node_facts`; the predicates plugin's unschedulable, selector / node affinity, taints; every node
+when no predicate declares them), and the queue limits the active queue plugin enforces
+(per level of its queue chain but the root, the per-dimension maximum of the QueueFigures the
+plugin declares as its `ceiling_figures`: capacity's real capability on every level;
+proportion's max(real capability, guarantee) for the job's own queue, since deserved never
+exceeds either). Kinds, in the order they are tested:
 
 - `NoNodeMatches`: too few tasks could ever hold a node for the gang (or a role minimum) and a
   task that cannot has no node passing the static predicates;
@@ -89,10 +91,8 @@ class NeverFitsIndex:
         self.figures = figures
         self.table = ssn.node_table
         self.placed_jobs = {t.job_uid for t in ssn.placed.values()}
-        plugin = ssn.plugins.get("predicates")
-        enabled = {name for tier in ssn.enabled_fns("predicate") for name, _ in tier}
-        self.predicates = plugin if plugin is not None and "predicates" in enabled else None
-        self._static: Any = None
+        # The enabled predicates' failures from node facts alone (PredicateFacets.node_facts).
+        self.node_facts = [f.node_facts for _, _, f in ssn.predicate_facets() if f.node_facts is not None]
         self._masks: dict[tuple, tuple[np.ndarray, dict[str, int]]] = {}
         self._fits: dict[tuple, ClassFit] = {}
         self._totals: dict[tuple, tuple[np.ndarray, int]] = {}
@@ -109,12 +109,8 @@ class NeverFitsIndex:
             n = len(self.table)
             ok = np.ones(n, dtype=bool)
             counts: dict[str, int] = {}
-            if self.predicates is not None:
-                if self._static is None:
-                    from scheduler_core.plugins.util.node_static import NodeStatic
-
-                    self._static = NodeStatic(self.table)
-                for reason, mask in self.predicates.static_failures(task, self._static):
+            for node_facts in self.node_facts:
+                for reason, mask in node_facts(task, self.table):
                     eff = mask & ok
                     if eff.any():
                         counts[reason] = counts.get(reason, 0) + int(eff.sum())
@@ -305,17 +301,18 @@ class NeverFitsIndex:
     def _limits_of(self, queue: str) -> list[tuple[str, Resource, QueueFigures]]:
         figs = self.figures
         out = []
-        flat = getattr(figs.plugin, "name", "") != "capacity"
+        first, *others = figs.ceiling  # the queue plugin's ceiling figures
         for name in figs.chain(queue):
             if name == ROOT:
                 continue
             fig = figs.figures[name]
-            real = fig.real_capability
-            if real is None:
+            limit = getattr(fig, first)
+            if limit is None:
                 continue
-            limit = real
-            if flat and fig.guarantee is not None and not fig.guarantee.less_equal(real, Zero):
-                limit = real.clone().set_max_resource(fig.guarantee)
+            for other in others:
+                more = getattr(fig, other)
+                if more is not None and not more.less_equal(limit, Zero):
+                    limit = limit.clone().set_max_resource(more)
             out.append((name, limit, fig))
         return out
 

@@ -36,12 +36,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from scheduler_core.explain.class_scores import RowCache, row_parts, run_entries
+
+# The recorded values live with the result (values import nothing above them); re-exported here.
+from scheduler_core.result import NodeScore, TaskScores
 
 if TYPE_CHECKING:
     from scheduler_core.framework.session import Session
@@ -71,7 +74,6 @@ class ChangeLog(Protocol):
     last: np.ndarray  # at least one entry per NodeTable row
     last_all: int
 
-DECIMALS = 4
 _NEG = -np.inf
 _NO_ROWS = np.zeros(0, dtype=np.intp)
 _NO_TOTALS = np.zeros(0)
@@ -99,42 +101,6 @@ def recording_scores(top: int = DEFAULT_TOP) -> Iterator[None]:
         yield
     finally:
         _AMBIENT.reset(token)
-
-
-def _round(x: float) -> float:
-    return round(float(x), DECIMALS) + 0.0  # + 0.0: no "-0.0" in the JSON
-
-
-@dataclass(frozen=True)
-class NodeScore:
-    """One node's scores in a try: the total the action ranked by and each plugin's part."""
-
-    node: str
-    total: float
-    plugins: dict[str, float]
-    pipelined: bool = False  # the task would only be pipelined there (future idle fits, or preempt)
-
-    def to_json(self) -> dict[str, Any]:
-        """{"node", "total", "plugins": {plugin: score}, "pipelined"}, floats to 4 decimals."""
-        return {"node": self.node, "total": _round(self.total),
-                "plugins": {name: _round(v) for name, v in self.plugins.items()}, "pipelined": self.pipelined}
-
-
-@dataclass(frozen=True)
-class TaskScores:
-    """A task's last placement try: who tried, where it ended up, the best nodes, the chosen one."""
-
-    action: str
-    chosen: str | None
-    pipelined: bool
-    top: list[NodeScore] = field(default_factory=list)
-    chosen_scores: NodeScore | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        """The "node_scores" entry of one task in `SessionResult.to_json()`."""
-        return {"action": self.action, "chosen": self.chosen, "pipelined": self.pipelined,
-                "top": [e.to_json() for e in self.top],
-                "chosen_scores": self.chosen_scores.to_json() if self.chosen_scores is not None else None}
 
 
 @dataclass(eq=False)

@@ -40,7 +40,8 @@ if TYPE_CHECKING:
     from scheduler_core.result import QueueFigures
 
 GIB = 2**30
-QUEUE_PLUGINS = ("capacity", "proportion")
+# Without a queue plugin, allocate's figure (never reached: no plugin records a refusal then).
+DEFAULT_LIMIT = "deserved"
 
 
 def output_amount(name: str, stored: float) -> float:
@@ -119,11 +120,14 @@ class CloseFigures:
     def __init__(self, ssn: Session) -> None:
         self.ssn = ssn
         self.figures: dict[str, QueueFigures] = ssn.result.queues
-        self.plugin = next((p for name, p in ssn.plugins.items() if name in QUEUE_PLUGINS
+        # The session's queue plugin: the first that declares a limit figure (Plugin.limit_figure).
+        self.plugin = next((p for p in ssn.plugins.values() if p.limit_figure
                             and isinstance(getattr(p, "queue_opts", None), dict)), None)
-        # The figure allocate compares with: capacity real capability, proportion deserved.
-        capacity = getattr(self.plugin, "name", "") == "capacity"
-        self.allocate_limit = "real_capability" if capacity else "deserved"
+        # The figure allocate compares with, as the plugin declares it.
+        self.allocate_limit = self.plugin.limit_figure if self.plugin is not None else DEFAULT_LIMIT
+        # The figures a queue can never get past (Plugin.ceiling_figures; never_fits' limits).
+        declared = self.plugin.ceiling_figures if self.plugin is not None else ()
+        self.ceiling: tuple[str, ...] = declared or ("real_capability",)
         self._chains: dict[str, list[str]] = {}
         self._details: dict[tuple[str, str], list[dict[str, Any]]] = {}
 

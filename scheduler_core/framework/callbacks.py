@@ -24,6 +24,7 @@ from scheduler_core.framework.extension_points import (
     NamespaceOrderFn,
     NodeOrderFn,
     OrderKeyFn,
+    PredicateFacets,
     PredicateFn,
     QueueOrderFn,
     RowScoreFn,
@@ -53,6 +54,9 @@ ALLOCATABLE_COUNT = "count_fn"
 _COMPANIONS: dict[str, tuple[str, ...]] = {**COMPANIONS, "allocatable": (ALLOCATABLE_COUNT,)}
 
 
+NO_FACETS = PredicateFacets()
+
+
 def _fallback(l_created: float, r_created: float, l_name: str, r_name: str) -> int:
     """Creation time, then name: never a random tie."""
     if l_created != r_created:
@@ -79,6 +83,8 @@ class CallbackRegistry:
         # Companions declared with each registration (extension_points.COMPANIONS): kind ->
         # plugin -> {keyword: value}; a re-registration replaces them with its own.
         self._companions: dict[str, dict[str, dict[str, Any]]] = {kind: {} for kind in _COMPANIONS}
+        # Facets declared with each predicate (extension_points.PredicateFacets), by plugin.
+        self._facets: dict[str, PredicateFacets] = {}
 
     # -- registration ------------------------------------------------------------------------
     def _add(self, kind: str, name: str, fn: Any, **companions: Any) -> None:
@@ -146,14 +152,26 @@ class CallbackRegistry:
         self._add("namespace_order", name, fn)
 
     def add_predicate_fn(self, name: str, fn: PredicateFn, static: bool = False, *,
-                         signature: Signature | None = None) -> None:
+                         signature: Signature | None = None, facets: PredicateFacets | None = None) -> None:
         """Predicate `(task, table) -> [(reason, failing_mask)]`.
 
         `static=True` promises the answer depends only on `task.sched_key` and on node facts
         that do not change within a session (labels, taints, unschedulable): it is cached.
         `signature` names the task fields the answer reads (framework.signature); None: cannot sign.
+        `facets`: the parts of the answer preempt, reclaim and the explanations ask for
+        (extension_points.PredicateFacets); None: none declared.
         """
         self._add("predicate", name, (fn, static), static=static, signature=signature)
+        self._facets[name] = facets or NO_FACETS
+
+    def predicate_facets(self) -> list[tuple[str, PredicateFn, PredicateFacets]]:
+        """(plugin, predicate, its facets) of every enabled predicate, tier then plugin order;
+        a plugin that declared none has `NO_FACETS` (every field None)."""
+        hit = self._derived.get("facets")
+        if hit is None:
+            hit = self._derived["facets"] = [(name, fn, self._facets.get(name, NO_FACETS))
+                                             for name, (fn, _) in self._flat("predicate")]
+        return hit
 
     def add_node_order_fn(self, name: str, fn: NodeOrderFn, row_fn: RowScoreFn | None = None, *,
                           signature: Signature | None = None) -> None:

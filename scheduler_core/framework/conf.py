@@ -125,15 +125,17 @@ class SchedulerConf:
 
 
 def _known_plugins() -> set[str]:
-    # Registered plugins count too, so a new plugin module needs no edit here.
-    from scheduler_core.framework.registry import plugin_builders
+    # Registered plugins count too, so a new plugin needs no edit here (only the factory list).
+    from scheduler_core.framework.registry import load_all, plugin_builders
 
+    load_all()
     return set(KNOWN_PLUGINS) | set(plugin_builders)
 
 
 def _known_actions() -> set[str]:
-    from scheduler_core.framework.registry import action_builders
+    from scheduler_core.framework.registry import action_builders, load_all
 
+    load_all()
     return set(KNOWN_ACTIONS) | set(action_builders)
 
 

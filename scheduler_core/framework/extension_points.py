@@ -14,6 +14,7 @@ test_companions.py; signatures in test_signatures.py). A plugin that declares no
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, TypeAlias, TypeVar
 
 import numpy as np
@@ -62,6 +63,36 @@ RowScoreFn: TypeAlias = Callable[[TaskInfo, int], float]
 # job -> False promises none of the job's tasks is ever among the evictable fn's victims (while
 # the job's tasks keep their statuses), and that the fn never abstains.
 VictimJobFilterFn: TypeAlias = Callable[[JobInfo], bool]
+
+# -- facets of a predicate: what callers other than allocate ask of it ------------------------------
+# Volcano's preempt asks the session, not a plugin, which failures are UnschedulableAndUnresolvable
+# (PredicateForPreemptAction) and for a simulated predicate (SimulatePredicateFn): a predicate
+# plugin declares these parts of its answer with its registration (`add_predicate_fn(facets=)`).
+# (task, row, table) -> the first failure eviction could fix on the row, the Releasing tasks
+# counted as gone, or None.
+RowFailureFn: TypeAlias = Callable[[TaskInfo, int, NodeTable], str | None]
+# (task, row, gone) -> required inter-pod (anti-)affinity violated on the row once the tasks
+# `gone(task)` says left are taken away (topology-aware preemption's dry runs).
+InterPodFn: TypeAlias = Callable[[TaskInfo, int, Callable[[TaskInfo], bool]], bool]
+
+
+@dataclass(frozen=True, slots=True)
+class PredicateFacets:
+    """Parts of a predicate plugin's answer, each optional (None: the caller does without).
+
+    `unresolvable(task, table)`: the failures no eviction can fix (preempt and reclaim keep the
+    other rows as candidates; without it every failure of the predicate counts);
+    `row_failure`: the one-row re-check of the fixable ones after a tentative eviction (asked only
+    of a predicate that declares `unresolvable`); `node_facts(task, table)`: the failures from
+    node facts alone (unschedulable, labels, taints: nothing finishing changes them; the
+    never-fits explanation); `inter_pod`: topology-aware preemption's simulated affinity test.
+    """
+
+    unresolvable: PredicateFn | None = None
+    row_failure: RowFailureFn | None = None
+    node_facts: PredicateFn | None = None
+    inter_pod: InterPodFn | None = None
+
 
 # -- the switches and companions of each kind ----------------------------------------------------
 # Kind -> the conf switch that gates it (docs/semantics.md section 3; None = never gated).

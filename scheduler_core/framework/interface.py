@@ -17,15 +17,22 @@ if TYPE_CHECKING:
 class Plugin:
     """A policy: registers callbacks on the session when it opens.
 
-    Besides its callbacks a plugin declares what the web shows about it (read from the
-    registry, never by plugin name): `score_hint`, what a node-order plugin rewards in a few
-    words; `limit_figure`, for a queue plugin, the QueueFigures field a queue's room is measured
-    against; `explanation_form`, the form of its queue explanation JSON; `ignored_queue_fields`.
+    `name` is the name the configuration uses; the class is registered by being listed in
+    plugins/factory.py. Besides its callbacks a plugin declares what the web and the explanations
+    read about it (from the registry or the session's plugins, never by plugin name):
+    `score_hint`, what a node-order plugin rewards in a few words; `limit_figure`, for a queue
+    plugin, the QueueFigures field allocate measures a queue's room against (declaring one makes
+    a queue plugin: it reports `result.queues` and keeps `queue_opts`, queue name -> an object
+    with `ancestors`, root first, while the session is open); `ceiling_figures`, for a queue
+    plugin, the QueueFigures fields whose per-dimension maximum a queue can never get past (the
+    first one required); `explanation_form`, the form of its queue explanation JSON;
+    `ignored_queue_fields`.
     """
 
     name: str = ""
     score_hint: str = ""
     limit_figure: str = ""
+    ceiling_figures: tuple[str, ...] = ()
     explanation_form: str = ""
 
     def __init__(self, arguments: dict[str, Any] | None = None) -> None:

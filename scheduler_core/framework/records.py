@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from scheduler_core.model import TaskStatus
+from scheduler_core.result import Reason, ReasonCode  # noqa: F401  (re-exported: recorders import them here)
 
 if TYPE_CHECKING:
     from scheduler_core.model import JobInfo
@@ -22,37 +22,6 @@ if TYPE_CHECKING:
 GIB = 2**30
 # Record details that are the recorder's own view mid-session: rendered again at close.
 RENDERED_KEYS = frozenset({"refusal", "queue_chain", "limit", "failed_queue"})
-
-
-class ReasonCode(StrEnum):
-    """Reason codes of docs/semantics.md section 7 (value = name)."""
-
-    NeverFits = "NeverFits"
-    # Not in the semantics' list: the job's evaluation went over its work budget this cycle
-    # (framework.work_budget); it is tried again next cycle.
-    Deferred = "Deferred"
-    QueueClosed = "QueueClosed"
-    InvalidJob = "InvalidJob"
-    NotEnqueued = "NotEnqueued"
-    QueueOverCapability = "QueueOverCapability"
-    QueueOverDeserved = "QueueOverDeserved"
-    GangUnschedulable = "GangUnschedulable"
-    NodeFit = "NodeFit"
-    WaitingForPreemption = "WaitingForPreemption"
-    Unknown = "Unknown"
-
-
-@dataclass(eq=False)
-class Reason:
-    """One job's reason: code, one-line message with numbers, details (queue_chain, node_failures)."""
-
-    code: ReasonCode
-    message: str
-    details: dict[str, Any] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        """`{"code", "message", "details"}` as in the scenario output."""
-        return {"code": str(self.code), "message": self.message, "details": dict(self.details)}
 
 
 def _histogram(counts: Mapping[str, int]) -> list[str]:

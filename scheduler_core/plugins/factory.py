@@ -1,4 +1,4 @@
-"""The one list of plugins (as upstream's plugins/factory.go): importing this module registers each.
+"""The one list of plugins (as upstream's plugins/factory.go): the registry is filled from it.
 
 A new plugin is one import and one entry here; nothing else discovers plugins.
 """
@@ -21,7 +21,7 @@ from scheduler_core.plugins.resourcequota.resourcequota import ResourceQuotaPlug
 from scheduler_core.plugins.sla.sla import SlaPlugin
 from scheduler_core.plugins.usage.usage import UsagePlugin
 
-# Each class registers itself (@register_plugin) when imported; the list is for readers and tests.
+# The one registration: the registry is filled from this list, each class under its `name`.
 PLUGINS: tuple[type[Plugin], ...] = (
     BinpackPlugin,
     CapacityPlugin,

@@ -1,6 +1,7 @@
 """The floor order of scheduler_core, read from the source (ast) of every module.
 
-Ground floor up: the data (`model`, `resources`, `result`, `shapes*`), the `framework/`, the
+Ground floor up: the values (`model`, `resources`, `result`, `shapes*`: they import only one
+another), the `framework/`, the
 plugins (`plugins/<name>/`, sharing only `plugins/util/`), the actions (`actions/<name>/`,
 sharing `actions/util/` and `actions/victims/`), the explanations (`explain/`), then the entry
 points (`scheduler`, `forecast/`, `bench/`, `scenario*`, `__main__`). An import may only point
@@ -8,7 +9,7 @@ down. Every import counts: module level, inside functions, and under `if TYPE_CH
 annotation is a dependency too), except that annotation-only imports never close a cycle
 (they are not executed). The two factories (`plugins/factory.py`, `actions/factory.py`) and the
 package root, which installs them in the registry, are the only modules that know every plugin
-or action.
+or action; the lists are the one registration (no decorator registers a class).
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ PACKAGE = ROOT / "scheduler_core"
 UP_FROM_FRAMEWORK = ("plugins", "actions", "explain", "forecast", "bench", "scheduler", "scenario",
                      "scenario_check", "scenario_cluster", "scenario_fields", "__main__")
 SHARED_ACTION_PACKAGES = ("util", "victims")
+VALUES = ("model", "resources", "result")
+REGISTRATION_DECORATORS = ("register_plugin", "register_action")
 
 
 @dataclass(frozen=True)
@@ -119,6 +122,17 @@ def test_no_django_or_schedweb_anywhere():
     assert bad == []
 
 
+def _is_value(name: str) -> bool:
+    floor = _floor(name)
+    return len(floor) == 1 and (floor[0] in VALUES or floor[0].startswith("shapes"))
+
+
+def test_values_import_only_values():
+    # The ground floor: a snapshot, a resource or a result means the same without the scheduler.
+    bad = [_where(e) for e in ALL_EDGES if _is_value(e.source) and not _is_value(e.target)]
+    assert bad == []
+
+
 def test_the_framework_imports_nothing_above_it():
     bad = [_where(e) for e in ALL_EDGES
            if _floor(e.source)[:1] == ("framework",) and _floor(e.target)[:1] and
@@ -167,6 +181,39 @@ def test_explanations_import_no_action_and_no_plugin():
         _floor(e.target)[:1] == ("actions",) or _plugin_package(e.target) is not None
         or _floor(e.target)[:2] == ("plugins", "factory"))]
     assert bad == []
+
+
+def test_no_decorator_registers_a_class():
+    # The factory lists are the one registration: nothing named like the old decorators exists.
+    bad = []
+    for path in modules().values():
+        tree, _ = _parsed(path)
+        for node in ast.walk(tree):
+            name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) \
+                else node.name if isinstance(node, ast.FunctionDef) else None
+            if name in REGISTRATION_DECORATORS:
+                bad.append(f"{path.relative_to(ROOT)}:{node.lineno}: {name}")
+    assert bad == []
+
+
+def test_the_factories_list_every_plugin_and_action_class():
+    import importlib
+
+    from scheduler_core.actions.factory import ACTIONS
+    from scheduler_core.framework.interface import Action, Plugin
+    from scheduler_core.plugins.factory import PLUGINS
+
+    found: dict[type, set[type]] = {Plugin: set(), Action: set()}
+    for name in modules():
+        floor = _floor(name)
+        if floor[:1] in {("plugins",), ("actions",)} and len(floor) == 3:
+            for value in vars(importlib.import_module(name)).values():
+                for base, seen in found.items():
+                    if isinstance(value, type) and issubclass(value, base) and value is not base \
+                            and value.__module__ == name:
+                        seen.add(value)
+    assert found[Plugin] == set(PLUGINS)
+    assert found[Action] == set(ACTIONS)
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:

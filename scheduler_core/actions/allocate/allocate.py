@@ -37,7 +37,6 @@ from scheduler_core.actions.util.common import active_jobs, record_queue_refusal
 from scheduler_core.actions.util.ordering import KeyedQueue, PriorityQueue, TaskList, order_queue
 from scheduler_core.framework.interface import Action
 from scheduler_core.framework.isolation import guard
-from scheduler_core.framework.registry import register_action
 from scheduler_core.model import JobPhase, QueueState, TaskInfo, TaskStatus
 
 if TYPE_CHECKING:
@@ -46,9 +45,10 @@ if TYPE_CHECKING:
     from scheduler_core.model import JobInfo, QueueInfo
 
 
-@register_action("allocate")
 class AllocateAction(Action):
     """Place pending tasks onto idle (or future idle) node resources."""
+
+    name = "allocate"
 
     # Place runs of identical tasks in one step (tests turn it off to compare with one by one).
     runs: bool = True

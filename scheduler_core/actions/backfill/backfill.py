@@ -21,16 +21,16 @@ from scheduler_core.actions.util.ordering import PriorityQueue, job_queue, sorte
 from scheduler_core.framework.interface import Action
 from scheduler_core.framework.isolation import guard
 from scheduler_core.framework.records import FitErrors
-from scheduler_core.framework.registry import register_action
 
 if TYPE_CHECKING:
     from scheduler_core.framework.session import Session
     from scheduler_core.model import JobInfo, QueueInfo, TaskInfo
 
 
-@register_action("backfill")
 class BackfillAction(Action):
     """Place best-effort tasks on any node whose predicates pass."""
+
+    name = "backfill"
 
     def execute(self, ssn: Session) -> None:
         """Place every pending best-effort task of non-Pending valid jobs."""

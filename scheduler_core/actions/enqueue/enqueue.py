@@ -20,7 +20,6 @@ from scheduler_core.actions.util.common import code
 from scheduler_core.actions.util.ordering import KeyedQueue, PriorityQueue, order_queue
 from scheduler_core.framework.interface import Action
 from scheduler_core.framework.isolation import guard
-from scheduler_core.framework.registry import register_action
 from scheduler_core.model import JobPhase
 
 if TYPE_CHECKING:
@@ -28,9 +27,10 @@ if TYPE_CHECKING:
     from scheduler_core.model import JobInfo
 
 
-@register_action("enqueue")
 class EnqueueAction(Action):
     """Admit Pending jobs whose minimum resources the queues can take."""
+
+    name = "enqueue"
 
     def execute(self, ssn: Session) -> None:
         """Round-robin over queues, one Pending job per turn."""

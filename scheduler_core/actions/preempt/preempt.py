@@ -50,7 +50,6 @@ from scheduler_core.actions.victims.nodes import NodeCheck, undo_since
 from scheduler_core.actions.victims.victims import VictimIndex, allowed_victims, released_by, rows_by_score
 from scheduler_core.framework.interface import Action
 from scheduler_core.framework.isolation import GuardScope, guard
-from scheduler_core.framework.registry import register_action
 from scheduler_core.resources import MIN_RESOURCE
 
 if TYPE_CHECKING:
@@ -66,9 +65,10 @@ def _preemptors(job: JobInfo) -> list[TaskInfo]:
     return [t for t in job.pending_tasks() if t.preemption_policy != NEVER]
 
 
-@register_action("preempt")
 class PreemptAction(Action):
     """Evict lower-priority running tasks of the same queue for starving jobs."""
+
+    name = "preempt"
 
     def execute(self, ssn: Session) -> None:
         """Preempt between jobs of each queue, then between tasks of each job, then victim tasks."""

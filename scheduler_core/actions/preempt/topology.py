@@ -14,12 +14,13 @@ those of the normal path (`preempt.py`), but nodes are not scored:
    first removal), and put back one by one in reverse removal order, each staying back whenever
    the preemptor still fits. "Fits" is only: every queue plugin with `enabledAllocatable`
    accepts the preemptor on its simulated view, the request plus one slot fits the node's
-   future idle, and the predicates plugin sees no required inter-pod (anti-)affinity violation.
+   future idle, and no predicate's simulated inter-pod test (`PredicateFacets.inter_pod`, the
+   predicates plugin's) sees a required inter-pod (anti-)affinity violation.
    After the removals only the affinity test is asked again; a node still failing it, or
    ending with no victim, is no candidate.
 3. Simulated views, as upstream: a plugin's view exists only when it has `enabledPredicate`
    (a queue plugin without one always refuses) and follows removals only when it has
-   `enabledPreemptable` or `enabledAllocatable` (otherwise predicates judges affinity on the
+   `enabledPreemptable` or `enabledAllocatable` (otherwise a predicate judges affinity on the
    state before the dry run). Tasks already Releasing count as gone.
 4. Choice among candidates: lowest priority of the first victim, then lowest sum of
    (priority + 2^31), then fewest victims, then the latest earliest start time among the
@@ -41,12 +42,12 @@ import numpy as np
 
 from scheduler_core.actions.victims.victims import victim_order, victims_fit
 from scheduler_core.model import TaskStatus
-from scheduler_core.plugins.util.node_static import NodeStatic, pod_terms, term_matches
 
 if TYPE_CHECKING:
     from scheduler_core.actions.victims.capacity import VictimCapacity
     from scheduler_core.actions.victims.nodes import NodeCheck
     from scheduler_core.actions.victims.victims import VictimIndex
+    from scheduler_core.framework.conf import PluginOption
     from scheduler_core.framework.session import Session
     from scheduler_core.framework.statement import Statement
     from scheduler_core.model import QueueInfo, TaskInfo
@@ -138,10 +139,10 @@ class TopologyPreempt:
         # Queue plugins asked for the simulated allocatable: each needs a view (enabledPredicate).
         opts = [ssn.plugin_option(name) for tier in ssn.enabled_fns("allocatable") for name, _ in tier]
         self.queue_views = all(o is None or o.enabled("enabledPredicate") for o in opts)
-        self.plugin = nodes.plugin if nodes.plugin is not None and nodes.plugin.pod_affinity_on else None
-        popt = ssn.plugin_option("predicates")
-        self.affinity_follows = popt is not None and (popt.enabled("enabledPreemptable")
-                                                       or popt.enabled("enabledAllocatable"))
+        # The predicates that declare a simulated inter-pod test (PredicateFacets.inter_pod), each
+        # with whether its view follows the dry run's removals (its own switches, as upstream).
+        self.inter_pod = [(facets.inter_pod, _follows(ssn.plugin_option(name)))
+                          for name, _, facets in ssn.predicate_facets() if facets.inter_pod is not None]
 
     def preempt(self, stmt: Statement, queue: QueueInfo, preemptor: TaskInfo, rows: np.ndarray,
                 keep: Callable[[TaskInfo], bool]) -> bool:
@@ -222,45 +223,18 @@ class TopologyPreempt:
         return not self._affinity_violated(preemptor, row, dry_run)
 
     def _affinity_violated(self, task: TaskInfo, row: int, dry_run: set[str]) -> bool:
-        """Required inter-pod (anti-)affinity as the predicates plugin's view sees the row."""
-        plugin = self.plugin
-        if plugin is None:
-            return False
-        follows = self.affinity_follows
+        """Required inter-pod (anti-)affinity as the predicates' views see the row."""
+        for violated, follows in self.inter_pod:
 
-        def gone(t: TaskInfo) -> bool:
-            return t.status is RELEASING and (follows or t.uid not in dry_run)
+            def gone(t: TaskInfo, follows: bool = follows) -> bool:
+                return t.status is RELEASING and (follows or t.uid not in dry_run)
 
-        return inter_pod_violation(task, row, self.ssn.node_table.nodes,
-                                   plugin.static or NodeStatic(self.ssn.node_table),
-                                   plugin.anti_holders.values(), gone)
-
-
-def inter_pod_violation(task: TaskInfo, row: int, nodes: list, static: NodeStatic, anti_holders: Any,
-                        gone: Callable[[TaskInfo], bool]) -> bool:
-    """kube's InterPodAffinity filter on one row, with the tasks `gone` says left taken away:
-    an existing pod's required anti-affinity, the task's own required anti-affinity, or its
-    required pod affinity unmet (the first pod of a self-affine group may go anywhere its
-    topology key exists)."""
-    index = {n.name: i for i, n in enumerate(nodes)} if anti_holders else {}
-    for holder in anti_holders:
-        hrow = index.get(holder.node_name) if holder.node_name else None
-        if hrow is None or holder.uid not in nodes[hrow].tasks or gone(holder):
-            continue
-        for term in pod_terms(holder, "podAntiAffinity"):
-            if term_matches(term, holder, task) and static.domain(term.get("topologyKey", ""), [hrow])[row]:
+            if violated(task, row, gone):
                 return True
-    for term in pod_terms(task, "podAntiAffinity"):
-        for r in np.flatnonzero(static.domain(term.get("topologyKey", ""), [row])).tolist():
-            if any(not gone(t) and term_matches(term, task, t) for t in nodes[r].tasks.values()):
-                return True
-    for term in pod_terms(task, "podAffinity"):
-        key = term.get("topologyKey", "")
-        matching = [r for r, n in enumerate(nodes)
-                    if any(not gone(t) and term_matches(term, task, t) for t in n.tasks.values())]
-        if matching:
-            if not static.domain(key, matching)[row]:
-                return True
-        elif not (term_matches(term, task, task) and static.present(key)[row]):
-            return True
-    return False
+        return False
+
+
+def _follows(option: PluginOption | None) -> bool:
+    """A predicate's simulated view follows removals with enabledPreemptable or enabledAllocatable."""
+    return option is not None and (option.enabled("enabledPreemptable")
+                                   or option.enabled("enabledAllocatable"))

@@ -39,7 +39,6 @@ from scheduler_core.actions.victims.nodes import NodeCheck, undo_since
 from scheduler_core.actions.victims.victims import VictimIndex, allowed_victims
 from scheduler_core.framework.interface import Action
 from scheduler_core.framework.isolation import guard
-from scheduler_core.framework.registry import register_action
 
 NEVER = "Never"
 
@@ -49,9 +48,10 @@ if TYPE_CHECKING:
     from scheduler_core.model import JobInfo, QueueInfo, TaskInfo
 
 
-@register_action("reclaim")
 class ReclaimAction(Action):
     """Evict tasks of reclaimable queues for starving jobs of queues below their share."""
+
+    name = "reclaim"
 
     def execute(self, ssn: Session) -> None:
         """Round-robin over queues, one starving job per turn."""

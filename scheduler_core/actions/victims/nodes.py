@@ -1,39 +1,29 @@
 """Which nodes preempt and reclaim consider, and when a preemptor fits one (docs/semantics.md section 5).
 
-A node is left out only for failures eviction cannot fix: node selector or affinity, untolerated
-taints, cordoned, unmatched required pod affinity, a missing topology spread key (the predicates
-plugin's `unresolvable_failures`; every other plugin's predicate counts in full, e.g. usage),
-and, in hard sharding mode, a node outside the scheduler's shard. Nodes failing on pod count,
-inter-pod anti-affinity, spread skew or resources stay candidates; after each tentative eviction
-`fits` asks that one node again: future idle and a free pod slot (the action's own fit test,
-with or without the predicates plugin), then the predicates plugin's `row_failure` with the
-Releasing tasks counted as gone. `undo_since` discards a statement's operations after a mark: a
-node whose evictions did not get the preemptor placed keeps none of them.
+A node is left out only for failures eviction cannot fix: what each enabled predicate declares
+as its `unresolvable` facet (framework.extension_points.PredicateFacets; the predicates plugin's:
+node selector or affinity, untolerated taints, cordoned, unmatched required pod affinity, a
+missing topology spread key; a predicate without the facet counts in full, e.g. usage), and, in
+hard sharding mode, a node outside the scheduler's shard. Nodes failing on pod count, inter-pod
+anti-affinity, spread skew or resources stay candidates; after each tentative eviction `fits`
+asks that one node again: future idle and a free pod slot (the action's own fit test, with or
+without any predicate), then the `row_failure` facet of each predicate declaring
+`unresolvable`, with the Releasing tasks counted as gone. `undo_since` discards a statement's
+operations after a mark: a node whose evictions did not get the preemptor placed keeps none of them.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from scheduler_core.plugins.util.node_static import pod_terms
 
 if TYPE_CHECKING:
-    from scheduler_core.framework.node_table import NodeTable
     from scheduler_core.framework.session import Session
     from scheduler_core.framework.statement import Statement
     from scheduler_core.model import TaskInfo
-
-
-class FixablePredicates(Protocol):
-    """What the predicates plugin answers preempt and reclaim (found by name in the session)."""
-
-    def unresolvable_failures(self, task: TaskInfo, table: NodeTable) -> list[tuple[str, np.ndarray]]:
-        """Failures eviction cannot fix, as (reason, failing-rows mask) pairs."""
-
-    def row_failure(self, task: TaskInfo, row: int, table: NodeTable) -> str | None:
-        """The first fixable failure of the row with the Releasing tasks gone, or None."""
 
 
 def _uses_pods(task: TaskInfo) -> bool:
@@ -46,10 +36,10 @@ class NodeCheck:
 
     def __init__(self, ssn: Session) -> None:
         self.ssn = ssn
-        self.fns = [pair for tier in ssn.enabled_fns("predicate") for pair in tier]
-        plugin = ssn.plugins.get("predicates")
-        enabled = any(name == "predicates" for name, _ in self.fns)
-        self.plugin: FixablePredicates | None = plugin if enabled else None  # type: ignore[assignment]
+        # Per enabled predicate: what eviction cannot fix (its unresolvable facet, else all of it).
+        self.unfixable = [facets.unresolvable or fn for _, fn, facets in ssn.predicate_facets()]
+        self.rechecks = [facets.row_failure for _, _, facets in ssn.predicate_facets()
+                         if facets.unresolvable is not None and facets.row_failure is not None]
         self._cache: dict[tuple, np.ndarray] = {}
 
     def candidates(self, task: TaskInfo) -> np.ndarray:
@@ -65,12 +55,8 @@ class NodeCheck:
         shard_failure = self.ssn.shard.failure
         if shard_failure is not None:  # hard sharding: eviction cannot bring a node into the shard
             ok &= ~shard_failure[1]
-        for name, (fn, _) in self.fns:
-            if name == "predicates" and self.plugin is not None:
-                masks = self.plugin.unresolvable_failures(task, table)
-            else:
-                masks = fn(task, table)
-            for _, mask in masks:
+        for unfixable in self.unfixable:
+            for _, mask in unfixable(task, table):
                 ok &= ~mask
         ok.flags.writeable = False
         if static:
@@ -83,7 +69,7 @@ class NodeCheck:
         table = self.ssn.node_table
         if not table.fits_row(task.resreq, row, future=True):
             return False
-        return self.plugin is None or self.plugin.row_failure(task, row, table) is None
+        return all(recheck(task, row, table) is None for recheck in self.rechecks)
 
 
 def undo_since(ssn: Session, stmt: Statement, mark: int) -> None:

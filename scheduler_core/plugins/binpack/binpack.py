@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from scheduler_core.framework.interface import Plugin
-from scheduler_core.framework.registry import register_plugin
 from scheduler_core.framework.signature import Signature
 
 if TYPE_CHECKING:
@@ -48,9 +47,10 @@ def parse_weights(arguments: dict[str, Any]) -> tuple[int, dict[str, int]]:
     return _int(arguments, "binpack.weight", 1), weights
 
 
-@register_plugin("binpack")
 class BinpackPlugin(Plugin):
     """Scores nodes by how full the requested resources would be after placing the task."""
+
+    name = "binpack"
 
     score_hint = ("fuller nodes: the share of the node's cpu and memory (and weighted scalars) used once "
                   "the task lands")

@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 
 from scheduler_core.framework.interface import Event, EventHandler, Plugin, ValidateResult
 from scheduler_core.framework.records import refusal as queue_refusal
-from scheduler_core.framework.registry import register_plugin
 from scheduler_core.model import JobInfo, QueueInfo, QueueState, TaskInfo
 from scheduler_core.plugins.capacity import reclaim as capacity_reclaim
 from scheduler_core.plugins.capacity.tree import CapacityTree, build_flat, build_hierarchy, queue_level
@@ -56,11 +55,13 @@ def compare_share_with_deserved(lhs: QueueAttr, rhs: QueueAttr) -> int:
     return -1 if lhs.share < rhs.share else 1
 
 
-@register_plugin("capacity")
 class CapacityPlugin(Plugin):
     """Queue quotas from the spec: deserved, capability, guarantee; optionally a queue tree."""
 
+    name = "capacity"
+
     limit_figure = "real_capability"
+    ceiling_figures = ("real_capability",)
     explanation_form = "configured-deserved"
 
     @classmethod

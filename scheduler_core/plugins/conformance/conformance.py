@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from scheduler_core.framework.interface import Plugin
-from scheduler_core.framework.registry import register_plugin
 
 if TYPE_CHECKING:
     from scheduler_core.framework.session import Session
@@ -22,9 +21,10 @@ CRITICAL_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"}
 SYSTEM_CRITICAL_PRIORITY = 2_000_000_000
 
 
-@register_plugin("conformance")
 class ConformancePlugin(Plugin):
     """Filters system and critical pods out of preemption and reclaim victims."""
+
+    name = "conformance"
 
     def on_session_open(self, ssn: Session) -> None:
         """Register the same evictable filter as preemptable and reclaimable."""

@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from scheduler_core.framework.interface import Event, EventHandler, Plugin
-from scheduler_core.framework.registry import register_plugin
 from scheduler_core.plugins.util.job_figures import job_values
 from scheduler_core.resources import Resource, share
 
@@ -36,9 +35,10 @@ def _allocated(job: JobInfo) -> Resource:
     return job.allocated.clone()
 
 
-@register_plugin("drf")
 class DrfPlugin(Plugin):
     """Job order by dominant share and share-based preemption victims."""
+
+    name = "drf"
 
     def __init__(self, arguments: dict | None = None) -> None:
         super().__init__(arguments)

@@ -19,7 +19,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from scheduler_core.framework.interface import Plugin, ValidateResult
-from scheduler_core.framework.registry import register_plugin
 from scheduler_core.model import TaskStatus
 from scheduler_core.result import (
     GANG_READY,
@@ -111,9 +110,10 @@ def skip_unschedulable_for_releasing(job: JobInfo) -> bool:
     return scheduled + releasing >= job.min_available
 
 
-@register_plugin("gang")
 class GangPlugin(Plugin):
     """Gang scheduling: validity, readiness, pipelining, starving, victims, reasons."""
+
+    name = "gang"
 
     def on_session_open(self, ssn: Session) -> None:
         """Register the gang callbacks."""

@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from scheduler_core.framework.interface import Plugin
-from scheduler_core.framework.registry import register_plugin
 from scheduler_core.framework.signature import Signature
 from scheduler_core.plugins.util.node_static import NodeStatic, tolerates
 from scheduler_core.plugins.util.pod_index import PodIndex, session_index
@@ -115,9 +114,10 @@ def taint_toleration_scores(counts: np.ndarray) -> np.ndarray:
     return MAX_NODE_SCORE - np.floor_divide(counts * MAX_NODE_SCORE, top)
 
 
-@register_plugin("nodeorder")
 class NodeOrderPlugin(Plugin):
     """Weighted least/most requested, balanced resource, node affinity and taint scores."""
+
+    name = "nodeorder"
 
     score_hint = ("emptier nodes (leastrequested), even cpu/memory use (balancedresource), preferred node "
                   "labels (nodeaffinity), no untolerated PreferNoSchedule taints (tainttoleration), "

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 
 from scheduler_core.framework.interface import Plugin
 from scheduler_core.framework.records import ReasonCode, format_amount
-from scheduler_core.framework.registry import register_plugin
 from scheduler_core.model import ALLOCATED_STATUSES, JobPhase
 from scheduler_core.plugins.util.job_figures import job_values
 from scheduler_core.plugins.util.votes import PERMIT, REJECT
@@ -64,9 +63,10 @@ def job_inqueue_reservation(job: JobInfo) -> Resource | None:
     return None
 
 
-@register_plugin("overcommit")
 class OvercommitPlugin(Plugin):
     """Cluster-level enqueue gate with an over-committed idle pool."""
+
+    name = "overcommit"
 
     def __init__(self, arguments: dict[str, Any] | None = None) -> None:
         super().__init__(arguments)

@@ -22,18 +22,22 @@ Checked in this order (a node is blamed on the first that fails it):
 Steps 1-3 depend only on the task's sched_key and static node data: cached per key.
 Preempt and reclaim (docs/semantics.md section 5) keep as candidates the nodes that fail only on what
 eviction can fix: `unresolvable_failures` lists the rest, and `row_failure` re-checks one node
-after each tentative eviction, Releasing tasks counted as gone.
+after each tentative eviction, Releasing tasks counted as gone. Both are declared with the
+predicate as its facets (`PredicateFacets`), with steps 1-3 alone (`node_facts`, the never-fits
+explanation) and, while pod affinity is on, topology-aware preemption's simulated inter-pod test.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from scheduler_core.framework.extension_points import PredicateFacets
 from scheduler_core.framework.interface import Event, EventHandler, Plugin
-from scheduler_core.framework.registry import register_plugin
 from scheduler_core.framework.signature import Signature
+from scheduler_core.plugins.predicates.inter_pod import inter_pod_violation
 from scheduler_core.plugins.predicates.messages import (
     AFFINITY_MISMATCH,
     EXISTING_ANTI_AFFINITY,
@@ -78,9 +82,10 @@ def arg_float(arguments: dict[str, Any], key: str, default: float) -> float:
 
 
 
-@register_plugin("predicates")
 class PredicatesPlugin(Plugin):
     """Vectorised node filters with a per-session cache of the static part."""
+
+    name = "predicates"
 
     # Task fields the predicate reads: selectors, affinity, tolerations, spread constraints and the
     # request (proportional); labels and namespace only where inter-pod terms match them.
@@ -312,8 +317,20 @@ class PredicatesPlugin(Plugin):
                 out.extend(self.proportional_failures(task, table))
             return out
 
+        table = ssn.node_table
+
+        def inter_pod(task: TaskInfo, row: int, gone: Callable[[TaskInfo], bool]) -> bool:
+            return inter_pod_violation(task, row, table.nodes, self.static or NodeStatic(table),
+                                       self.anti_holders.values(), gone)
+
+        def node_facts(task: TaskInfo, table: NodeTable) -> Masks:
+            return self.static_failures(task, self._static_of(table))
+
+        # What preempt, reclaim and the explanations ask of the predicate (module docstring).
+        facets = PredicateFacets(unresolvable=self.unresolvable_failures, row_failure=self.row_failure,
+                                 node_facts=node_facts, inter_pod=inter_pod if self.pod_affinity_on else None)
         # Not static: the pod count and idle resources change within the session.
-        ssn.add_predicate_fn(self.name, predicate, static=False, signature=self.signature)
+        ssn.add_predicate_fn(self.name, predicate, static=False, signature=self.signature, facets=facets)
 
     def on_session_close(self, ssn: Session) -> None:
         """Drop per-session caches."""

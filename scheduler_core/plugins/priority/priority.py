@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from scheduler_core.framework.interface import Plugin
-from scheduler_core.framework.registry import register_plugin
 
 if TYPE_CHECKING:
     from scheduler_core.framework.session import Session
@@ -24,9 +23,10 @@ def _higher_first(lp: int, rp: int) -> int:
     return -1 if lp > rp else 1
 
 
-@register_plugin("priority")
 class PriorityPlugin(Plugin):
     """Orders jobs and tasks by priority and picks lower-priority victims."""
+
+    name = "priority"
 
     def on_session_open(self, ssn: Session) -> None:
         """Register task/job order, preemptable and job starving."""

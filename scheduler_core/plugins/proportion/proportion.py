@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 
 from scheduler_core.framework.interface import Event, EventHandler, Plugin
 from scheduler_core.framework.records import refusal
-from scheduler_core.framework.registry import register_plugin
 from scheduler_core.model import JobInfo, QueueInfo, QueueState, TaskInfo
 from scheduler_core.plugins.proportion.deserved import DeservedRun, compute_deserved
 from scheduler_core.plugins.util.job_figures import job_sums
@@ -47,11 +46,14 @@ if TYPE_CHECKING:
     from scheduler_core.framework.session import Session
 
 
-@register_plugin("proportion")
 class ProportionPlugin(Plugin):
     """Weighted fair share: deserved per queue, queue order by share, quota checks."""
 
+    name = "proportion"
+
     limit_figure = "deserved"
+    # deserved never exceeds max(real capability, guarantee): the most a queue can ever get.
+    ceiling_figures = ("real_capability", "guarantee")
     explanation_form = "weight-rounds"
 
     @classmethod

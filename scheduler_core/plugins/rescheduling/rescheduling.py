@@ -32,7 +32,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from scheduler_core.framework.interface import Plugin
-from scheduler_core.framework.registry import register_plugin
 from scheduler_core.model import OCCUPYING_STATUSES, TaskStatus
 from scheduler_core.plugins.util.durations import parse_duration
 from scheduler_core.plugins.util.node_usage import fresh_usage
@@ -142,9 +141,10 @@ def low_node_utilization_victims(ssn: Session, conf: LowNodeUtilizationConf) -> 
     return victims
 
 
-@register_plugin("rescheduling")
 class ReschedulingPlugin(Plugin):
     """Periodic victim selection that evens out node utilization."""
+
+    name = "rescheduling"
 
     def __init__(self, arguments: dict[str, Any] | None = None) -> None:
         super().__init__(arguments)

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 
 from scheduler_core.framework.interface import Plugin
 from scheduler_core.framework.records import ReasonCode, format_amount
-from scheduler_core.framework.registry import register_plugin
 from scheduler_core.plugins.util.votes import PERMIT, REJECT
 from scheduler_core.resources import MIN_RESOURCE, Resource
 
@@ -41,9 +40,10 @@ def _listing(names: list[str], r: Resource) -> str:
     return ", ".join(f"{n} {format_amount(n, r.get(n))}" for n in names)
 
 
-@register_plugin("resourcequota")
 class ResourceQuotaPlugin(Plugin):
     """Namespace quota gate for enqueue."""
+
+    name = "resourcequota"
 
     def __init__(self, arguments: dict[str, Any] | None = None) -> None:
         super().__init__(arguments)

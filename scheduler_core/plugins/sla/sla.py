@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from scheduler_core.framework.interface import Plugin
-from scheduler_core.framework.registry import register_plugin
 from scheduler_core.plugins.util.durations import parse_duration
 from scheduler_core.plugins.util.votes import ABSTAIN, PERMIT
 
@@ -23,9 +22,10 @@ if TYPE_CHECKING:
 
 WAITING_TIME_ARG = "sla-waiting-time"
 
-@register_plugin("sla")
 class SlaPlugin(Plugin):
     """SLA waiting time: job order, enqueue and pipeline permits."""
+
+    name = "sla"
 
     def __init__(self, arguments: dict[str, Any] | None = None) -> None:
         super().__init__(arguments)

@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from scheduler_core.framework.interface import Plugin
-from scheduler_core.framework.registry import register_plugin
 from scheduler_core.framework.signature import Signature
 from scheduler_core.plugins.util.node_usage import fresh_usage
 
@@ -42,9 +41,10 @@ def _number(arguments: dict[str, Any], key: str, default: float) -> float:
         return default
 
 
-@register_plugin("usage")
 class UsagePlugin(Plugin):
     """Usage thresholds as a predicate, free share as a score."""
+
+    name = "usage"
 
     score_hint = "nodes whose measured cpu and memory usage is low"
 

@@ -10,10 +10,10 @@ import pytest
 from scheduler_core.explain.reasons import ReasonCode
 from scheduler_core.framework.interface import Plugin
 from scheduler_core.framework.isolation import JobError, SessionJobError
-from scheduler_core.framework.registry import plugin_builders, register_plugin
 from scheduler_core.model import TaskStatus
 from scheduler_core.scheduler import run_session, run_session_isolated
 from tests.scheduler_core.builders import conf, job, node, queue, replicas, run, snapshot, task
+from tests.scheduler_core.listed import listed
 
 POISON_AFFINITIES = [
     {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": "x"}},
@@ -71,11 +71,11 @@ class Boom(RuntimeError):
 @pytest.fixture
 def raiser() -> Iterator[dict]:
     """A plugin `raiser` whose callbacks raise for jobs named `bad` at a chosen extension point."""
-    saved = dict(plugin_builders)
     where: dict = {"point": "predicate"}
 
-    @register_plugin("raiser")
     class Raiser(Plugin):
+        name = "raiser"
+
         def on_session_open(self, ssn) -> None:  # noqa: ANN001 - test plugin
             def bad(t) -> bool:  # noqa: ANN001
                 return ssn.jobs[t.job_uid].name == "bad"
@@ -93,9 +93,8 @@ def raiser() -> Iterator[dict]:
             ssn.add_predicate_fn(self.name, predicate)
             ssn.add_job_enqueueable_fn(self.name, enqueueable)
 
-    yield where
-    plugin_builders.clear()
-    plugin_builders.update(saved)
+    with listed(Raiser, Raiser2):
+        yield where
 
 
 def _guard_conf(actions: str):
@@ -195,17 +194,21 @@ def test_placements_of_earlier_rounds_are_taken_back(raiser) -> None:
     assert result.queues["q"].allocated.milli_cpu == 1000
 
 
+class Raiser2(Plugin):
+    """Raises in the predicate of task b1 (listed by the `raiser` fixture)."""
+
+    name = "raiser2"
+
+    def on_session_open(self, ssn) -> None:  # noqa: ANN001 - test plugin
+        def predicate(t, table):  # noqa: ANN001, ANN202
+            if t.name == "b1":
+                raise Boom("second task exploded")
+            return []
+
+        ssn.add_predicate_fn(self.name, predicate)
+
+
 def _raise_on_second_task_conf():
-    @register_plugin("raiser2")
-    class Raiser2(Plugin):
-        def on_session_open(self, ssn) -> None:  # noqa: ANN001 - test plugin
-            def predicate(t, table):  # noqa: ANN001, ANN202
-                if t.name == "b1":
-                    raise Boom("second task exploded")
-                return []
-
-            ssn.add_predicate_fn(self.name, predicate)
-
     return conf(DEFAULT_ACTIONS, [["priority", "gang"], ["raiser2", "predicates", "proportion"]])
 
 

@@ -6,47 +6,31 @@ import numpy as np
 import pytest
 
 from scheduler_core.framework.interface import Action, Plugin
-from scheduler_core.framework.registry import (
-    action_builders,
-    plugin_builders,
-    register_action,
-    register_plugin,
-)
 from scheduler_core.framework.session import Session, close_session, open_session
 from scheduler_core.model import JobPhase, TaskStatus
 from scheduler_core.scheduler import run_session
 from tests.scheduler_core.builders import conf, job, node, replicas, snapshot, task
+from tests.scheduler_core.listed import listed
 
 S = TaskStatus
 
 
-@pytest.fixture
-def registries():
-    """Register test-only plugins/actions and remove them afterwards."""
-    plugins, actions = dict(plugin_builders), dict(action_builders)
-    yield
-    plugin_builders.clear()
-    plugin_builders.update(plugins)
-    action_builders.clear()
-    action_builders.update(actions)
-
-
-def test_open_and_close_call_plugins_in_tier_order(registries):
+def test_open_and_close_call_plugins_in_tier_order():
     calls: list[str] = []
 
-    for name in ("_t_a", "_t_b", "_t_c"):
-        @register_plugin(name)
-        class P(Plugin):
-            def on_session_open(self, ssn):
-                calls.append(f"open {self.name} {self.arguments}")
+    class P(Plugin):
+        def on_session_open(self, ssn):
+            calls.append(f"open {self.name} {self.arguments}")
 
-            def on_session_close(self, ssn):
-                calls.append(f"close {self.name}")
+        def on_session_close(self, ssn):
+            calls.append(f"close {self.name}")
 
-    c = conf("allocate", [["_t_b", {"name": "_t_a", "arguments": {"k": 1}}], ["_t_c"]])
-    ssn = open_session(snapshot(), c)
-    assert list(ssn.plugins) == ["_t_b", "_t_a", "_t_c"]
-    close_session(ssn)
+    made = [type(f"P{name}", (P,), {"name": name}) for name in ("_t_a", "_t_b", "_t_c")]
+    with listed(*made):
+        c = conf("allocate", [["_t_b", {"name": "_t_a", "arguments": {"k": 1}}], ["_t_c"]])
+        ssn = open_session(snapshot(), c)
+        assert list(ssn.plugins) == ["_t_b", "_t_a", "_t_c"]
+        close_session(ssn)
     assert calls == ["open _t_b {}", "open _t_a {'k': 1}", "open _t_c {}",
                      "close _t_b", "close _t_a", "close _t_c"]
 
@@ -143,19 +127,21 @@ def test_close_binds_only_ready_jobs_and_sets_phases():
     assert "session_s" in res.timing
 
 
-def test_run_session_runs_actions_in_order_deterministically(registries):
+def test_run_session_runs_actions_in_order_deterministically():
     order: list[str] = []
 
-    @register_action("_t_first")
     class First(Action):
+        name = "_t_first"
+
         def execute(self, ssn):
             order.append(f"first {self.arguments}")
             for t in sorted(ssn.jobs["ns/j"].pending_tasks(), key=lambda t: t.uid):
                 row = ssn.best_node(t, ssn.node_table.fit_mask(t.resreq))
                 ssn.allocate(t, ssn.node_table.names[row])
 
-    @register_action("_t_second")
     class Second(Action):
+        name = "_t_second"
+
         def execute(self, ssn):
             order.append("second")
 
@@ -163,9 +149,10 @@ def test_run_session_runs_actions_in_order_deterministically(registries):
         return snapshot(nodes=[node("n2", cpu="2"), node("n1", cpu="2")],
                         jobs=[job("j", min_available=3, tasks=replicas("w", 3, cpu="1", memory="1Gi"))])
 
-    c = conf("_t_first, _t_second, allocate", [], _t_first={"k": "v"})
-    first = run_session(make(), c)
-    second = run_session(make(), c)
+    with listed(First, Second):
+        c = conf("_t_first, _t_second, allocate", [], _t_first={"k": "v"})
+        first = run_session(make(), c)
+        second = run_session(make(), c)
     assert order == ["first {'k': 'v'}", "second", "first {'k': 'v'}", "second"]
     assert first.binds == second.binds == {"ns/w-0": "n1", "ns/w-1": "n1", "ns/w-2": "n2"}
     assert first.job_phase == {"ns/j": "Inqueue"}

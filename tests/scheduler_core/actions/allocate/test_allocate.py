@@ -230,12 +230,11 @@ def anti_affinity_plugin():
     import numpy as np
 
     from scheduler_core.framework.interface import Plugin
-    from scheduler_core.framework.registry import plugin_builders, register_plugin
+    from tests.scheduler_core.listed import listed
 
-    saved = dict(plugin_builders)
-
-    @register_plugin("_t_repel")
     class Repel(Plugin):
+        name = "_t_repel"
+
         def on_session_open(self, ssn):
             def predicate(t, table):
                 if not (t.affinity or {}).get("podAntiAffinity"):
@@ -247,9 +246,8 @@ def anti_affinity_plugin():
 
             ssn.add_predicate_fn(self.name, predicate, static=False)
 
-    yield "_t_repel"
-    plugin_builders.clear()
-    plugin_builders.update(saved)
+    with listed(Repel):
+        yield "_t_repel"
 
 
 def test_pod_anti_affinity_refreshes_every_row(anti_affinity_plugin):

@@ -6,10 +6,10 @@ import pytest
 
 from scheduler_core.actions.allocate.placer import Placer
 from scheduler_core.framework.interface import Plugin
-from scheduler_core.framework.registry import plugin_builders, register_plugin
 from scheduler_core.framework.session import open_session
 from scheduler_core.framework.signature import Signature, class_key_fn, signed_fields
 from tests.scheduler_core.builders import conf, job, node, run, snapshot, task
+from tests.scheduler_core.listed import listed
 
 DEFAULT_TIERS = [["priority", "gang"], ["drf", "predicates", "proportion", "nodeorder", "binpack"]]
 SIGNED = {"resreq", "node_selector", "tolerations", "affinity", "topology_spread_constraints"}
@@ -20,16 +20,14 @@ REPEL = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
 @pytest.fixture
 def unsigned_plugin():
     """A test-only predicate registered without a signature (it reads nothing, but says nothing)."""
-    saved = dict(plugin_builders)
-
-    @register_plugin("_t_unsigned")
     class Unsigned(Plugin):
+        name = "_t_unsigned"
+
         def on_session_open(self, ssn):
             ssn.add_predicate_fn(self.name, lambda t, table: [])
 
-    yield "_t_unsigned"
-    plugin_builders.clear()
-    plugin_builders.update(saved)
+    with listed(Unsigned):
+        yield "_t_unsigned"
 
 
 def _placer(jobs, tiers, nodes=None):
