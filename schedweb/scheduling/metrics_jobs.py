@@ -65,8 +65,10 @@ class JobSeries:
     the rows of the newest successful cycle."""
 
     def __init__(self) -> None:
-        self.first: dict[str, float] = {}
-        self.last: dict[str, float] = {}
+        # Keyed by (uid, creation time): a job deleted and submitted again under its name between
+        # two cycles is another job, whose times start afresh (upstream keys by the object's UID).
+        self.first: dict[tuple[str, float], float] = {}
+        self.last: dict[tuple[str, float], float] = {}
         self.rows: list[JobRow] = []
         self.cycle_id: int | None = None  # the CycleRun the rows are of
 
@@ -75,20 +77,22 @@ class JobSeries:
         """A successful cycle at `now` (unix seconds): its id, its snapshot's jobs still to
         schedule, its result and the jobs whose tasks it bound (and wrote)."""
         live = {job.uid: job for job in jobs}
+        keys = {uid: (uid, job.created) for uid, job in live.items()}
         # Jobs gone (finished, deleted) are forgotten, as upstream deletes them with the job.
-        self.first = {uid: self.first.get(uid, now) for uid in live}
-        self.last = {uid: t for uid, t in self.last.items() if uid in live}
+        self.first = {key: self.first.get(key, now) for key in keys.values()}
+        self.last = {key: t for key, t in self.last.items() if key in self.first}
         for uid in bound_jobs:
-            if uid in live:
-                self.last[uid] = now
+            if uid in keys:
+                self.last[keys[uid]] = now
         shares = result.job_gauges.get(SHARE, {})
         newest = heapq.nlargest(series_max(), live.values(), key=lambda j: (j.created, j.uid))
         rows = []
         for job in newest:
-            last = self.last.get(job.uid)
+            key = keys[job.uid]
+            last = self.last.get(key)
             duration = max(0.0, (last - job.created) * 1e3) if last is not None and job.created > 0 else None
             rows.append(JobRow(job.namespace, job.name, job.queue, shares.get(job.uid),
-                               self.first[job.uid], last, duration))
+                               self.first[key], last, duration))
         self.rows, self.cycle_id = rows, cycle_id
 
     def rows_of(self, cycle_id: int | None) -> list[JobRow]:

@@ -25,6 +25,12 @@ pytestmark = pytest.mark.django_db
 E2E = ("duration", "start_time", "last_time")
 
 
+def at(value: float) -> object:
+    """Equal to a time (unix seconds) or duration (ms) within a millisecond: pytest.approx's relative
+    default would let a unix time be off by half an hour."""
+    return pytest.approx(value, abs=1e-3)
+
+
 def _job(name: str, cpu: str, memory: str, tasks: int = 1) -> Job:
     return job_submit(namespace="ns", name=name, queue="q", min_member=tasks,
                       tasks=[{"name": f"{name}-{i}", "request": {"cpu": cpu, "memory": memory}}
@@ -69,11 +75,11 @@ def test_drf_shares_and_e2e_gauges_of_each_job(client, three_jobs):
     first = three_jobs["first"].timestamp()
     for name in ("a", "b"):
         created = three_jobs[name].created.timestamp()
-        assert _e2e(got, name) == {"start_time": pytest.approx(first), "last_time": pytest.approx(first),
-                                   "duration": pytest.approx((first - created) * 1e3)}, name
-    assert _e2e(got, "b")["duration"] == pytest.approx(3000.0)
+        assert _e2e(got, name) == {"start_time": at(first), "last_time": at(first),
+                                   "duration": at((first - created) * 1e3)}, name
+    assert _e2e(got, "b")["duration"] == at(3000.0)
     # Never bound: only the start of its scheduling (Volcano sets the others with an allocation).
-    assert _e2e(got, "big") == {"start_time": pytest.approx(first)}
+    assert _e2e(got, "big") == {"start_time": at(first)}
 
 
 def test_start_stays_the_first_cycle_last_moves_with_new_binds(client, three_jobs):
@@ -82,11 +88,11 @@ def test_start_stays_the_first_cycle_last_moves_with_new_binds(client, three_job
     second = first + timedelta(seconds=10)
     cycle_run(now=second)
     got = samples(scrape(client))
-    assert _e2e(got, "a")["start_time"] == pytest.approx(first.timestamp())
-    assert _e2e(got, "a")["last_time"] == pytest.approx(first.timestamp())  # nothing bound since
-    assert _e2e(got, "late") == {"start_time": pytest.approx(second.timestamp()),
-                                 "last_time": pytest.approx(second.timestamp()),
-                                 "duration": pytest.approx((second - late.created).total_seconds() * 1e3)}
+    assert _e2e(got, "a")["start_time"] == at(first.timestamp())
+    assert _e2e(got, "a")["last_time"] == at(first.timestamp())  # nothing bound since
+    assert _e2e(got, "late") == {"start_time": at(second.timestamp()),
+                                 "last_time": at(second.timestamp()),
+                                 "duration": at((second - late.created).total_seconds() * 1e3)}
 
 
 def test_a_finished_cancelled_or_deleted_jobs_series_go_with_the_next_cycle(client, three_jobs):
@@ -104,6 +110,18 @@ def test_a_finished_cancelled_or_deleted_jobs_series_go_with_the_next_cycle(clie
     assert _jobs_with_series(got) == set()
     # The families stay (empty), as upstream's do.
     assert "# TYPE volcano_job_share gauge" in scrape(client)
+
+
+def test_a_job_submitted_again_under_its_name_between_cycles_starts_afresh(client, three_jobs):
+    """big (never bound) is cancelled, deleted and submitted again before the next cycle: it is
+    another job, whose scheduling starts at that cycle, not at the first one."""
+    job_cancel(job=three_jobs["big"])
+    job_delete(job=Job.objects.get(pk=three_jobs["big"].pk))
+    _job("big", "16", "1Gi")
+    incremental.forget()  # the test's one transaction hides the changes from the change log
+    second = three_jobs["first"] + timedelta(seconds=5)
+    cycle_run(now=second)
+    assert _e2e(samples(scrape(client)), "big") == {"start_time": at(second.timestamp())}
 
 
 def test_series_are_capped_newest_jobs_first(client, settings):
