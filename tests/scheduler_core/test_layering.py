@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.import_cycles import cycles
+
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "scheduler_core"
 UP_FROM_FRAMEWORK = ("plugins", "actions", "explain", "forecast", "bench", "scheduler", "scenario",
@@ -214,51 +216,6 @@ def test_the_factories_list_every_plugin_and_action_class():
                         seen.add(value)
     assert found[Plugin] == set(PLUGINS)
     assert found[Action] == set(ACTIONS)
-
-
-def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """Strongly connected components with more than one module (Tarjan, iterative)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    out: list[list[str]] = []
-    counter = 0
-    for root in sorted(graph):
-        if root in index:
-            continue
-        work = [(root, iter(sorted(graph.get(root, ()))))]
-        index[root] = low[root] = counter
-        counter += 1
-        stack.append(root)
-        on_stack.add(root)
-        while work:
-            node, children = work[-1]
-            child = next(children, None)
-            if child is not None:
-                if child not in index:
-                    index[child] = low[child] = counter
-                    counter += 1
-                    stack.append(child)
-                    on_stack.add(child)
-                    work.append((child, iter(sorted(graph.get(child, ())))))
-                elif child in on_stack:
-                    low[node] = min(low[node], index[child])
-                continue
-            work.pop()
-            if work:
-                low[work[-1][0]] = min(low[work[-1][0]], low[node])
-            if low[node] == index[node]:
-                comp = []
-                while True:
-                    member = stack.pop()
-                    on_stack.discard(member)
-                    comp.append(member)
-                    if member == node:
-                        break
-                if len(comp) > 1:
-                    out.append(sorted(comp))
-    return sorted(out)
 
 
 def test_no_import_cycles_module_or_function_level():

@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.import_cycles import cycles
+
 ROOT = Path(__file__).resolve().parents[2]
 # Lowest first; apps of one floor may not import each other.
 FLOORS: list[set[str]] = [
@@ -123,41 +125,6 @@ def module_graph(package: str) -> dict[str, set[str]]:
                 targets.add(name)
         graph[module] = targets
     return graph
-
-
-def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """The strongly connected components of more than one module (Tarjan), each sorted."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found: list[list[str]] = []
-
-    def visit(node: str) -> None:
-        index[node] = low[node] = len(index)
-        stack.append(node)
-        on_stack.add(node)
-        for nxt in sorted(graph.get(node, ())):
-            if nxt not in index:
-                visit(nxt)
-                low[node] = min(low[node], low[nxt])
-            elif nxt in on_stack:
-                low[node] = min(low[node], index[nxt])
-        if low[node] == index[node]:
-            component = []
-            while True:
-                member = stack.pop()
-                on_stack.discard(member)
-                component.append(member)
-                if member == node:
-                    break
-            if len(component) > 1:
-                found.append(sorted(component))
-
-    for node in sorted(graph):
-        if node not in index:
-            visit(node)
-    return found
 
 
 @pytest.mark.parametrize(("source", "module", "is_package", "expected"), [
