@@ -115,6 +115,48 @@ class Node(models.Model):
         return self.name
 
 
+class ShardMode(models.TextChoices):
+    """How a shard's scheduler treats the nodes outside its shard (Volcano's sharding modes)."""
+
+    HARD = "hard", "hard"
+    SOFT = "soft", "soft"
+
+
+class NodeShard(models.Model):
+    """A Volcano NodeShard (`shard.volcano.sh/v1alpha1`): the nodes one scheduler instance owns.
+
+    Spec: `nodes_desired` (what the sharding controller assigns). Status: `nodes_in_use` (what the
+    shard's scheduler placed against in its last cycle), `nodes_to_add` (desired, not yet in use:
+    another shard still holds them) and `nodes_to_remove` (in use, no longer desired). Node names,
+    not keys, as upstream: a node that left stays named until the controller drops it. The
+    scheduler's own settings sit beside them: `scheduler_name` (the jobs it takes: Volcano's
+    `schedulerName`), `mode` (hard or soft) and the controller's policy for this shard (node count
+    range, CPU utilisation band).
+    """
+
+    name = models.CharField(max_length=253, unique=True)
+    scheduler_name = models.CharField(max_length=253, unique=True)
+    mode = models.CharField(max_length=4, choices=ShardMode.choices, default=ShardMode.HARD)
+    nodes_desired = models.JSONField(default=list, blank=True)
+    nodes_in_use = models.JSONField(default=list, blank=True)
+    nodes_to_add = models.JSONField(default=list, blank=True)
+    nodes_to_remove = models.JSONField(default=list, blank=True)
+    min_nodes = models.PositiveIntegerField(default=0)
+    max_nodes = models.PositiveIntegerField(null=True, blank=True)
+    cpu_utilization_min = models.FloatField(default=0.0)
+    cpu_utilization_max = models.FloatField(default=1.0)
+    last_update_time = models.DateTimeField(null=True, blank=True)
+    version = models.PositiveIntegerField(default=1)
+    created = models.DateTimeField(auto_now_add=True)
+    updated = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
 class PriorityClass(models.Model):
     """A Kubernetes PriorityClass: a named priority value and preemption policy."""
 
@@ -135,6 +177,9 @@ class PriorityClass(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.value})"
+
+
+DEFAULT_SCHEDULER_NAME = "volcano"
 
 
 class Job(models.Model):
@@ -166,6 +211,10 @@ class Job(models.Model):
     # Manifest fields schedweb stores but does not act on (a vcjob's policies, plugins, volumes,
     # pod templates, ...), exported back unchanged: schedweb.api.manifests_vcjob.
     passthrough = models.JSONField(default=dict, blank=True)
+    # Volcano's `schedulerName`: the scheduler instance that places this job (docs/semantics.md,
+    # "Scheduler sharding"); a name no shard's scheduler answers to goes to the default scheduler.
+    scheduler_name = models.CharField(max_length=253, default=DEFAULT_SCHEDULER_NAME,
+                                      db_default=DEFAULT_SCHEDULER_NAME)
 
     class Meta:
         ordering = ["created", "id"]
