@@ -78,17 +78,30 @@ def test_amplification_is_bounded_and_nothing_is_lost(replicas, env, clients, se
         assert requests.get(f"{url}/healthz", timeout=10).status_code == 200
     assert {r.status_code for r in runs} <= {200, 429}
     assert all(r.json()["error"]["code"] == "too_many_dry_runs" for r in runs if r.status_code == 429)
-    # Clients flooding one user's waiting jobs (too big to run: they stay Pending).
+    # Clients flooding one user's waiting jobs (too big to run: they stay Pending). Each client
+    # has its own connection and, as a portal should, sends an Idempotency-Key and retries with it
+    # when the connection drops (a keep-alive closed under it): an answer it never got is not lost.
     accepted: dict[str, int] = {}
     lock = threading.Lock()
     until = time.monotonic() + seconds
 
     def flood(index: int) -> None:
+        own = requests.Session()
+        own.headers["Authorization"] = f"Token {token}"
         n = 0
         while time.monotonic() < until:
             name = f"f{index}-{n}"
             n += 1
-            response = post("/jobs/", json=job(name, 1, cpu="100"))
+            for _ in range(5):
+                try:
+                    response = own.post(api + "/jobs/", json=job(name, 1, cpu="100"), timeout=120,
+                                        headers={"Idempotency-Key": name})
+                    break
+                except requests.ConnectionError:
+                    time.sleep(0.2)
+            else:
+                raise AssertionError(f"{name}: no answer in 5 tries")
+            statuses.append(response.status_code)
             if response.status_code == 201:
                 with lock:
                     accepted[name] = response.json()["id"]
