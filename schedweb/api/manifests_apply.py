@@ -247,7 +247,8 @@ class _Apply:
                 admit_queue(queue_name, doc.fields["queue"], _webhook_kind(doc))
                 if not self.access.can_submit(desired_job.queue.id):
                     raise PermissionDenied(f"You may not submit jobs to queue {queue_name}.")
-            changes.update(queue=desired_job.queue, tasks=[dict(t) for t in valid["tasks"]])
+            changes.update(queue=desired_job.queue, tasks=[dict(t) for t in valid["tasks"]],
+                           scheduler_name=valid["scheduler_name"])
         services.job_update(job=existing, actor=self.user, **changes)
         self.record(doc.kind, "jobs", doc.uid, doc.path, "updated", diff)
 
@@ -261,7 +262,7 @@ class _Apply:
                   min_member=valid["min_member"], min_task_member=valid["min_task_member"], priority_class=pc,
                   min_resources=parse_resources(valid["min_resources"], "min_resources"),
                   preemptable=valid["preemptable"], sla_waiting_time=valid["sla_waiting_time"],
-                  passthrough=doc.passthrough)
+                  passthrough=doc.passthrough, scheduler_name=valid["scheduler_name"])
         tasks = []
         for i, raw in enumerate(valid["tasks"]):
             checked = _check_task(dict(raw), i, {})
