@@ -27,7 +27,7 @@ order. So the assignment changes only as nodes come, go or cross bands.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -74,18 +74,19 @@ class NodeLoad:
 class _State:
     shards: list[ShardPolicy]
     nodes: dict[str, NodeLoad]
-    members: dict[str, list[str]] = field(default_factory=dict)
+    # Each shard's nodes as an insertion-ordered set (dict keys): taking a node out is O(1).
+    members: dict[str, dict[str, None]] = field(default_factory=dict)
     owner: dict[str, str] = field(default_factory=dict)
 
     def room(self, shard: ShardPolicy) -> bool:
         return shard.max_nodes is None or len(self.members[shard.name]) < shard.max_nodes
 
     def put(self, node: str, shard: ShardPolicy) -> None:
-        self.members[shard.name].append(node)
+        self.members[shard.name][node] = None
         self.owner[node] = shard.name
 
     def take(self, node: str) -> None:
-        self.members[self.owner.pop(node)].remove(node)
+        del self.members[self.owner.pop(node)][node]
 
     def fewest(self, candidates: Iterable[ShardPolicy]) -> ShardPolicy | None:
         return min(candidates, key=lambda s: (len(self.members[s.name]), s.name), default=None)
@@ -103,7 +104,7 @@ def assign(shards: Iterable[ShardPolicy], nodes: Iterable[NodeLoad]) -> dict[str
     state = _State(sorted(shards, key=lambda s: s.name), {n.name: n for n in nodes})
     by_name = {s.name: s for s in state.shards}
     for shard in state.shards:
-        state.members[shard.name] = []
+        state.members[shard.name] = {}
     _keep(state)
     _cross(state, by_name)
     _fill_ranges(state, in_band=True)
@@ -147,36 +148,46 @@ def _fill_ranges(state: _State, *, in_band: bool) -> None:
     node fills a shard's range before an older node would be moved for it) only those in their
     band; else the nearest their band, then the surplus of shards above their own min_nodes."""
     for shard in state.shards:
-        while len(state.members[shard.name]) < shard.min_nodes and state.room(shard):
-            free = [n for n in state.unplaced() if not in_band or shard.holds(n.utilization)]
-            if in_band and not free:
+        def short(shard: ShardPolicy = shard) -> bool:
+            return len(state.members[shard.name]) < shard.min_nodes and state.room(shard)
+
+        if not short():
+            continue
+        free = [n for n in state.unplaced() if not in_band or shard.holds(n.utilization)]
+        for node in sorted(free, key=lambda n: (shard.distance(n.utilization), n.name)):
+            if not short():
                 break
-            if free:
-                pick = min(free, key=lambda n: (shard.distance(n.utilization), n.name))
-                state.put(pick.name, shard)
-                continue
-            pick = _surplus_node(state, shard)
-            if pick is None:
-                return
-            state.take(pick)
-            state.put(pick, shard)
+            state.put(node.name, shard)
+        if not in_band:
+            _take_surplus(state, shard, short)
 
 
-def _surplus_node(state: _State, shard: ShardPolicy) -> str | None:
-    """A node `shard` may take from the shard most above its own min_nodes: one placed there in
-    this step first (so an older node keeps its place), then out of that shard's band, then
-    nearest `shard`'s band, then by name (None: no shard has one to spare)."""
+def _take_surplus(state: _State, shard: ShardPolicy, short: Callable[[], bool]) -> None:
+    """While `shard` is short, a node of the shard most above its own min_nodes: one placed there
+    in this step first (so an older node keeps its place), then one out of that shard's band,
+    then the nearest `shard`'s band, then by name. Each donor's candidates are ordered once."""
     def surplus(s: ShardPolicy) -> int:
         return len(state.members[s.name]) - s.min_nodes
 
-    donors = [s for s in state.shards if s.name != shard.name and surplus(s) > 0]
-    for donor in sorted(donors, key=lambda s: (-surplus(s), s.name)):
-        movable = [state.nodes[n] for n in state.members[donor.name] if not state.nodes[n].unschedulable]
-        if movable:
+    ordered: dict[str, Iterator[str]] = {}
+    dry: set[str] = set()  # donors whose every movable node was taken (the rest unschedulable)
+    while short():
+        donors = [s for s in state.shards if s.name != shard.name and surplus(s) > 0 and s.name not in dry]
+        donor = min(donors, key=lambda s: (-surplus(s), s.name), default=None)
+        if donor is None:
+            return
+        if donor.name not in ordered:
             settled = set(donor.current)
-            return min(movable, key=lambda n: (n.name in settled, donor.holds(n.utilization),
-                                               shard.distance(n.utilization), n.name)).name
-    return None
+            movable = [state.nodes[n] for n in state.members[donor.name] if not state.nodes[n].unschedulable]
+            movable.sort(key=lambda n: (n.name in settled, donor.holds(n.utilization),
+                                        shard.distance(n.utilization), n.name))
+            ordered[donor.name] = iter([n.name for n in movable])
+        pick = next(ordered[donor.name], None)
+        if pick is None:
+            dry.add(donor.name)
+            continue
+        state.take(pick)
+        state.put(pick, shard)
 
 
 # --------------------------------------------------------------------------- the controller step
