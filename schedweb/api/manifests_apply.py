@@ -31,7 +31,7 @@ from schedweb.api.manifests_diff import diff_docs, immutable_when_started
 from schedweb.api.manifests_priority import manifest_path as pc_manifest_path
 from schedweb.api.manifests_priority import priority_class_to_manifest
 from schedweb.api.manifests_shard import manifest_path as shard_manifest_path
-from schedweb.api.manifests_shard import node_shard_to_manifest
+from schedweb.api.manifests_shard import node_shard_to_manifest, release_first
 from schedweb.api.manifests_vcjob import JobDoc
 from schedweb.api.serializers.cluster import PriorityClassSerializer
 from schedweb.api.serializers.jobs import JobSubmitSerializer
@@ -101,7 +101,8 @@ class _Apply:
             self.priority_class(data, path)
         for data, path in parsed.queues:
             self.queue(data, path)
-        for data, path in parsed.node_shards:
+        stored = dict(NodeShard.objects.values_list("name", "nodes_desired"))
+        for data, path in release_first(parsed.node_shards, stored):
             self.node_shard(data, path)
         self._new_jobs: list[tuple[JobDoc, dict]] = []
         for job in parsed.jobs:

@@ -108,3 +108,21 @@ def manifest_path(path: str, api_path: str) -> str:
     if base in FIELD_PATHS:
         return f"{path}.{FIELD_PATHS[base]}{head[len(base):]}"
     return path if api_path == "non_field_errors" else f"{path}.{api_path}"
+
+
+def release_first(docs: list[tuple[dict, str]], stored: dict[str, list[str]]) -> list[tuple[dict, str]]:
+    """The NodeShard documents in an order their import can take: one that desires a node another
+    shard of the manifest desires now comes after that shard (so a node moved between two shards
+    is let go before it is taken); `stored` is each stored shard's desired nodes. A cycle (two
+    shards swapping nodes) keeps the documents' order; the service then names the conflict."""
+    pending = list(docs)
+    held = {name: set(nodes) for name, nodes in stored.items()}
+    out: list[tuple[dict, str]] = []
+    while pending:
+        names = {data["name"] for data, _ in pending}
+        ready = next((item for item in pending if not any(
+            set(item[0].get("nodes_desired") or []) & held.get(other, set())
+            for other in names if other != item[0]["name"])), pending[0])
+        pending.remove(ready)
+        out.append(ready)
+    return out

@@ -109,3 +109,16 @@ def test_a_node_of_another_shard_is_refused_and_users_may_not_change_shards(staf
         "documents[0].spec.nodesDesired"][0]
     user = client_for(make_user("u"))
     assert _apply(user, DOC.replace("[n1, n2]", "[n1]")).status_code == 403
+
+
+def test_a_node_moved_between_two_shards_of_one_manifest_is_let_go_first(staff):
+    services.node_shard_create(name="a", scheduler_name="sched-a", nodes_desired=["n1"])
+    services.node_shard_create(name="b", scheduler_name="sched-b", nodes_desired=["n2"])
+    text = ("apiVersion: shard.volcano.sh/v1alpha1\nkind: NodeShard\nmetadata:\n  name: a\n  annotations:\n"
+            "    schedweb.io/scheduler-name: sched-a\nspec: {nodesDesired: [n1, n2]}\n---\n"
+            "apiVersion: shard.volcano.sh/v1alpha1\nkind: NodeShard\nmetadata:\n  name: b\n  annotations:\n"
+            "    schedweb.io/scheduler-name: sched-b\nspec: {nodesDesired: []}\n")
+    response = _apply(staff, text)  # a takes n2, which b (the later document) lets go
+    assert response.status_code == 200, response.json()
+    assert [c["name"] for c in response.json()["changes"]] == ["b", "a"]
+    assert dict(NodeShard.objects.values_list("name", "nodes_desired")) == {"a": ["n1", "n2"], "b": []}
