@@ -19,5 +19,11 @@ def setup_beat(sender: Celery, **_: object) -> None:
     from django.conf import settings
 
     period = float(settings.SCHEDULE_PERIOD)
-    sender.add_periodic_task(period, sender.signature("schedweb.scheduling.cycle"),
-                             name="scheduling-cycle", expires=period)
+    shards = list(getattr(settings, "SCHEDULER_SHARDS", []))
+    if not shards:  # one unsharded instance (queue `scheduler`)
+        sender.add_periodic_task(period, sender.signature("schedweb.scheduling.cycle"),
+                                 name="scheduling-cycle", expires=period)
+    for shard in shards:  # one instance per shard, each on its own queue (its own worker)
+        sender.add_periodic_task(period, sender.signature("schedweb.scheduling.cycle", args=(shard,),
+                                                          queue=f"scheduler-{shard}"),
+                                 name=f"scheduling-cycle-{shard}", expires=period)
