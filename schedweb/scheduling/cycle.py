@@ -29,6 +29,7 @@ from scheduler_core.result import FIGURE_NAMES, SessionResult
 from scheduler_core.scheduler import gc_paused, run_session_isolated
 from schedweb.core.models import TERMINAL_JOB_PHASES, UNSCHEDULED_JOB_PHASES, SchedulerConfig, TaskStatus
 from schedweb.scheduling import (
+    commit_check,
     cycle_metrics,
     incremental,
     job_conditions,
@@ -166,11 +167,13 @@ def _run_locked(started: datetime, t0: float, shard: str = "") -> CycleRun:
     t2, c2 = time.perf_counter(), time.process_time()
     t1 = t0 + load_time[0]
     report_job_errors(result)
+    dropped = commit_check.drop_conflicts(instance, state, result)  # races lost to another shard
     task_changes, task_jobs = _task_changes(state, result)
     job_changes, code_changed, same_code = _job_changes(state, result, started)
     # Every job this cycle writes, before any task row (see writes.lock_jobs: no deadlock with a cancel).
     writes.lock_jobs({c.id for c in job_changes} | task_jobs)
     binds, pipelined, evictions, conflicts, applied = _write_tasks(task_changes, started)
+    conflicts += dropped
     if delay := float(os.environ.get(WRITE_SLEEP_ENV) or 0):
         time.sleep(delay)
     conflicts += _write_jobs(job_changes, code_changed, same_code, started)

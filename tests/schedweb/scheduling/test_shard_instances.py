@@ -135,5 +135,6 @@ def test_leader_locks_per_shard():
     with transaction.atomic():
         assert writes.try_leader_lock(shard_runtime.lock_key("a"))
         with connection.cursor() as cursor:  # held by this transaction: visible in pg_locks
-            cursor.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()")
+            cursor.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' "
+                           "AND pid = pg_backend_pid()")
             assert cursor.fetchone()[0] == 1
