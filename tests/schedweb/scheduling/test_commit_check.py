@@ -16,7 +16,7 @@ from django.db import connection
 from django.utils import timezone
 
 from schedweb.core import services
-from schedweb.core.models import Job, NodeShard
+from schedweb.core.models import Job, Node, NodeShard, Task
 from schedweb.scheduling import commit_check, incremental, invariants
 from schedweb.scheduling.adapter import load_state
 from schedweb.scheduling.cycle import cycle_run
@@ -176,3 +176,14 @@ def _guarded(fn, *args) -> None:
         _failures.append(exc)
     finally:
         connection.close()
+
+
+def test_check_queues_reports_a_queue_over_its_capability_up_the_chain():
+    services.queue_create(name="top", capability={"cpu": "2"})
+    services.queue_create(name="leaf", parent="top")
+    services.node_create(name="n0", allocatable={"cpu": "8", "memory": "8Gi", "pods": 110})
+    job = submit("j", tasks=3, cpu="1", queue="leaf")
+    assert invariants.check_queues() == []  # Pending tasks allocate nothing
+    # As the cycle and the agent would leave them (no service places a task): set on the rows.
+    Task.objects.filter(job=job).update(status="Running", node=Node.objects.get(name="n0"))
+    assert invariants.check_queues() == ["queue top: allocated tasks request cpu 3000 > capability 2000"]
