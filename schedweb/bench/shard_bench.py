@@ -12,7 +12,8 @@ queue), outside the timings, then the leader's cycle, or both shards' cycles at 
 to start at the same moment). During the leader's blocks no NodeShard row exists (an unsharded
 cluster: every job is the leader's), during the shards' blocks both do (mode `--mode`).
 
-Reported, over the measured rounds (after one warm-up round per mode): cycle wall p50/p99 of the
+Reported, over the measured rounds (each block's first round is a warm-up: an instance's first
+full load, or its catch-up with the changes of the other mode's block): cycle wall p50/p99 of the
 leader and of each shard, the shards' p99 as a ratio of the leader's (acceptance: <= 0.6), the
 cycle CPU p50 (the worker's process time), and placements/s for the cluster (placements over
 the rounds' wall time; a shards' round lasts as long as its slower cycle). Table on stdout, JSON
@@ -162,7 +163,7 @@ def run(size: str, cycles: int, blocks: int, mode: str, rate: float) -> dict[str
             for block in range(blocks):
                 for kind, names in (("leader", [""]), ("shards", list(SHARDS))):
                     (shards_on(conn, mode) if kind == "shards" else shards_off(conn))
-                    for i in range(cycles + (1 if block == 0 else 0)):
+                    for i in range(cycles + 1):
                         start_bound(conn)
                         churn(conn, world, rate)
                         route(conn, a_queues)
@@ -171,8 +172,8 @@ def run(size: str, cycles: int, blocks: int, mode: str, rate: float) -> dict[str
                             workers[name].go()
                         out = [workers[name].done() for name in names]
                         wall = time.perf_counter() - t
-                        if block == 0 and i == 0:
-                            continue  # warm-up: the instance's first (full) load
+                        if i == 0:  # warm-up: the first (full) load, or the catch-up after
+                            continue  # the other mode's block (its changes applied at once)
                         rounds[kind].append(out)
                         walls[kind].append(wall)
                         for o in out:
