@@ -38,6 +38,7 @@ HEARTBEAT_SECONDS = 10.0
 # of what they request; the jitter (+-JITTER, from a hash of node and time) makes charts live.
 USAGE_MODEL = {"cpu": (2.0, 85.0), "memory": (5.0, 75.0)}
 JITTER = 3.0
+AGENT_LOCK_KEY = 0x5C4ED_0003  # one simulated agent at a time, whichever instance runs it
 
 
 @dataclass
@@ -49,6 +50,7 @@ class AgentStep:
     released: int = 0
     completed_jobs: int = 0
     heartbeats: int = 0
+    skipped: bool = False  # another instance's step held the agent lock
 
 
 @transaction.atomic
@@ -62,6 +64,12 @@ def agent_step(*, now: datetime | None = None, period: float | None = None) -> A
     now = now or timezone.now()
     period = settings.SCHEDULE_PERIOD if period is None else period
     step = AgentStep()
+    if not writes.try_leader_lock(AGENT_LOCK_KEY):
+        # Another scheduler instance (a shard) is stepping the same simulated kubelets: its step
+        # does this one's work (every UPDATE re-checks what it decided from, so two would be safe,
+        # only twice the reads).
+        step.skipped = True
+        return step
     expired_before = now - timedelta(seconds=GRACE_PERIODS * period)
     starting, done, released, jobs = [], [], [], set()
     # Durations are seconds: decide in Python over the (few) Binding, Bound, timed Running and

@@ -31,7 +31,8 @@ def cycle_and_agent(shard: str = "") -> dict:
     if settings.SIMULATED_AGENT and not run.skipped:
         try:
             step = agent_step()
-            step.heartbeats = report_heartbeats(timezone.now())  # after the step commits
+            if not step.skipped:  # the instance that stepped the agent reports for the nodes
+                step.heartbeats = report_heartbeats(timezone.now())  # after the step commits
         except Exception as exc:  # recorded on the cycle (health counts them); the loop goes on
             logger.exception("simulated agent step failed")
             error = f"{type(exc).__name__}: {exc}"[:2000]
@@ -41,7 +42,8 @@ def cycle_and_agent(shard: str = "") -> dict:
             out["agent_error"] = error
             return out
         out["agent"] = {"started": step.started, "succeeded": step.succeeded, "released": step.released,
-                        "completed_jobs": step.completed_jobs, "heartbeats": step.heartbeats}
+                        "completed_jobs": step.completed_jobs, "heartbeats": step.heartbeats,
+                        "skipped": step.skipped}
     if settings.DEMO_ARRIVALS and not run.skipped:
         try:
             job = demo_arrivals.arrive(run)
