@@ -28,12 +28,28 @@ def _failing(errors: list[str]) -> bool:
     return bool(errors) and (bool(errors[0]) or sum(1 for e in errors if e) >= REPEATED)
 
 
+_RANK = {OK: 0, UNKNOWN: 1, DEGRADED: 2, DOWN: 3}
+
+
 def scheduler_health() -> dict:
     """{"state": ok|degraded|down, "last_cycle", "last_cycle_age_seconds", "last_success",
     "last_success_age_seconds", ...}; {"state": "unknown"} before the first cycle. Skipped cycles
     do not count: they mean another leader is working. Three queries at most, none over the
-    history (the newest rows by the `started` index)."""
-    ran = CycleRun.objects.filter(skipped=False)
+    history (the newest rows by the `started` index).
+
+    With SCHEDULER_SHARDS set, each shard's instance is judged on its own cycles (`"shards":
+    {name: {...}}`) and the state is the worst of them: one shard's stopped worker leaves its
+    nodes and jobs unscheduled however well the others run."""
+    shards = list(getattr(settings, "SCHEDULER_SHARDS", []))
+    if not shards:
+        return _instance_health(CycleRun.objects.filter(skipped=False))
+    each = {name: _instance_health(CycleRun.objects.filter(skipped=False, shard=name)) for name in shards}
+    worst = max(each.values(), key=lambda h: _RANK[h["state"]])
+    return {**worst, "shards": each}
+
+
+def _instance_health(ran) -> dict:
+    """The health of one instance from its cycle rows `ran` (a queryset of non-skipped runs)."""
     rows = list(ran.order_by("-started", "-id")
                 .values_list("started", "duration_seconds", "errors", "agent_error", "job_errors")[:WINDOW])
     if not rows:

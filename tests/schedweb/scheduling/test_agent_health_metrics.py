@@ -93,6 +93,26 @@ def test_healthz_down_when_no_cycle_ever_succeeded(client, settings):
     assert (response.status_code, response.json()["scheduler"]["last_success"]) == (503, None)
 
 
+def test_healthz_judges_each_shard_on_its_own_cycles(client, settings):
+    """Two shard instances: one stopped (its last success 11 s ago, 5.5 periods) makes the whole
+    scheduler down, although the other keeps succeeding; each shard's figures are in "shards"."""
+    settings.SCHEDULE_PERIOD = 2
+    settings.SCHEDULER_SHARDS = ["a", "b"]
+    now = timezone.now()
+    CycleRun.objects.create(started=now, shard="a")
+    CycleRun.objects.create(started=now - timedelta(seconds=11), shard="b")
+    response = client.get("/healthz")
+    scheduler = response.json()["scheduler"]
+    assert (response.status_code, scheduler["state"]) == (503, "down")
+    assert {name: h["state"] for name, h in scheduler["shards"].items()} == {"a": "ok", "b": "down"}
+    assert scheduler["last_success_age_seconds"] >= 11  # the worst shard's figures on top
+    CycleRun.objects.create(started=now, shard="b")
+    scheduler = client.get("/healthz").json()["scheduler"]
+    assert (scheduler["state"], scheduler["shards"]["b"]["state"]) == ("ok", "ok")
+    settings.SCHEDULER_SHARDS = []  # unsharded: every cycle row counts, no per-shard part
+    assert "shards" not in client.get("/healthz").json()["scheduler"]
+
+
 def test_agent_reports_heartbeats_from_running_tasks():
     """Usage = idle + busy * requested / allocatable + jitter (+-3, deterministic), every 10 s;
     written after agent_step (which holds task locks), never by it."""
