@@ -28,9 +28,17 @@ from scheduler_core.model import ClusterSnapshot
 from scheduler_core.result import FIGURE_NAMES, SessionResult
 from scheduler_core.scheduler import gc_paused, run_session_isolated
 from schedweb.core.models import TERMINAL_JOB_PHASES, UNSCHEDULED_JOB_PHASES, SchedulerConfig, TaskStatus
-from schedweb.scheduling import cycle_metrics, incremental, job_conditions, placement_scores, writes
+from schedweb.scheduling import (
+    cycle_metrics,
+    incremental,
+    job_conditions,
+    metrics_queues,
+    placement_scores,
+    writes,
+)
 from schedweb.scheduling.adapter import LoadedState, figures_json
 from schedweb.scheduling.default_conf import schedweb_default_conf
+from schedweb.scheduling.metrics import QUEUE_FIGURES
 from schedweb.scheduling.models import CycleRun, QueueSample, TaskPlacementScores
 from schedweb.scheduling.sample_rollup import complete_samples
 from schedweb.scheduling.signals import cycle_finished
@@ -175,7 +183,9 @@ def _run_locked(started: datetime, t0: float) -> CycleRun:
     incremental.finish(run.pk)
     writes.insert_placement_scores(placement_scores.placement_rows(state, result, run.pk, applied))
     # Flat plugins report only queues holding jobs: parents (and idle leaves) get samples too.
-    writes.insert_samples(complete_samples(_samples(run, result, started), state.snapshot.queues), previous)
+    samples = complete_samples(_samples(run, result, started), state.snapshot.queues)
+    writes.insert_samples(samples, previous)
+    _keep_samples(run.pk, samples)
     t3 = time.perf_counter()
     run.write_seconds, run.duration_seconds = t3 - t2, t3 - t0
     # The write phase's own CPU (job changes, JSON, sending): the database's work is not in it.
@@ -341,6 +351,14 @@ def _write_jobs(changes: list[writes.JobChange], code_changed: set[int], same_co
     writes.write_reason_history([c for c in written if c.id in code_changed], same_code, now,
                                 reworded=[c for c in written if c.code and c.id not in code_changed])
     return len(changes) - len(applied)
+
+
+def _keep_samples(cycle_id: int, samples: list[QueueSample]) -> None:
+    """Once committed, the samples as the render of /metrics after the cycle would read them
+    back (metrics_queues.KEPT: it then reads no sample row)."""
+    rows = [(s.queue, s.share, s.weight, s.overused,
+             *(writes.as_stored(s.queue, f, getattr(s, f)) for f in QUEUE_FIGURES)) for s in samples]
+    transaction.on_commit(lambda: metrics_queues.KEPT.keep(cycle_id, rows))
 
 
 def _samples(run: CycleRun, result: SessionResult, now: datetime) -> list[QueueSample]:

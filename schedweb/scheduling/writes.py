@@ -308,6 +308,15 @@ def _sample_text(queue: str, column: str, value: object) -> str | None:
     return text
 
 
+def as_stored(queue: str, column: str, value: object) -> object:
+    """`value` as the database gives it back (decoded from its JSON text): the decoded copy
+    insert_samples kept when it is of an equal value, else a round trip through the text."""
+    kept = _sample_texts.get((queue, column))
+    if kept is not None and kept[0] == value:
+        return kept[0]
+    return None if value is None else json.loads(json.dumps(value))
+
+
 def insert_samples(samples: list[QueueSample], previous_cycle_id: int | None) -> None:
     """Insert this cycle's queue samples; only the latest keep `explanation`.
 
