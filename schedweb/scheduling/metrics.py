@@ -188,10 +188,19 @@ UNSCHEDULED_SQL = (
     "ORDER BY j.created DESC, j.namespace, j.name LIMIT %s")
 
 
+def _name_order(names: list[str]) -> list[str]:
+    """Queue names as the database orders QueueSample.queue (its collation; SQLite: binary)."""
+    if connection.vendor != "postgresql":
+        return sorted(names)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT array_agg(q ORDER BY q) FROM unnest(%s::text[]) AS q", [names])
+        return list(cursor.fetchone()[0] or [])
+
+
 def _read() -> _Found:
     last = (CycleRun.objects.filter(skipped=False, errors="").order_by("-id")
             .values_list("id", "started", "job_errors", "evictions").first())
-    samples = metrics_queues.KEPT.rows_of(last[0]) if last else []
+    samples = metrics_queues.KEPT.rows_of(last[0], _name_order) if last else []
     if samples is None:
         samples = list(QueueSample.objects.filter(cycle_id=last[0]).values_list(
             "queue", "share", "weight", "overused", *QUEUE_FIGURES))

@@ -15,7 +15,7 @@ dozen samples per queue and family, thousands of queues. Two things make them ch
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from prometheus_client.utils import floatToGoString
 
@@ -31,14 +31,22 @@ class KeptSamples:
     def __init__(self) -> None:
         self.cycle_id: int | None = None
         self.rows: list[Row] = []
+        self._order: tuple[tuple[str, ...], dict[str, int]] = ((), {})  # names -> the database's order
 
     def keep(self, cycle_id: int, rows: list[Row]) -> None:
         """The rows (in any order) of cycle `cycle_id`, committed."""
         self.cycle_id, self.rows = cycle_id, rows
 
-    def rows_of(self, cycle_id: int) -> list[Row] | None:
-        """The rows of that cycle, by queue name; None when they are not kept (read them)."""
-        return sorted(self.rows, key=lambda row: row[0]) if cycle_id == self.cycle_id else None
+    def rows_of(self, cycle_id: int, order: Callable[[list[str]], list[str]] = sorted) -> list[Row] | None:
+        """The rows of that cycle as the database orders them by queue name (`order`: the names
+        so ordered; asked again only when the names change); None when they are not kept."""
+        if cycle_id != self.cycle_id:
+            return None
+        names = tuple(row[0] for row in self.rows)
+        if names != self._order[0]:
+            self._order = (names, {name: i for i, name in enumerate(order(list(names)))})
+        position = self._order[1]
+        return sorted(self.rows, key=lambda row: position[row[0]])
 
 
 KEPT = KeptSamples()

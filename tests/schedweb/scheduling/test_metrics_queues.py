@@ -6,13 +6,14 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from schedweb.core import services
 from schedweb.scheduling import metrics, metrics_body, metrics_queues
 from schedweb.scheduling.cycle import cycle_run
 from schedweb.scheduling.metrics import LAST_CYCLE_AGE, QUEUE_FIGURES, _queue_families, _queue_text
 from schedweb.scheduling.metrics_text import exposition
-from schedweb.scheduling.models import QueueSample
+from schedweb.scheduling.models import CycleRun, QueueSample
 
 from .conftest import make_cluster, submit
 
@@ -62,12 +63,34 @@ def test_a_changed_sample_reaches_the_text_and_an_unchanged_queue_is_not_written
     assert _queue_text(changed, POD_GROUPS, NAMES) == collector_text(changed)
 
 
-def test_kept_rows_are_only_of_their_cycle():
+def test_kept_rows_are_only_of_their_cycle_in_the_databases_order():
     kept = metrics_queues.KeptSamples()
     assert kept.rows_of(1) is None
-    kept.keep(5, [row("b"), row("a")])
-    assert [r[0] for r in kept.rows_of(5)] == ["a", "b"]
+    kept.keep(5, [row("b"), row("a-c"), row("ab")])
+    assert [r[0] for r in kept.rows_of(5)] == ["a-c", "ab", "b"]
+    asked = []
+
+    def ignoring_dashes(names):  # as a database with a natural-language collation may order
+        asked.append(names)
+        return sorted(names, key=lambda n: n.replace("-", ""))
+
+    other = metrics_queues.KeptSamples()
+    other.keep(5, kept.rows)
+    assert [r[0] for r in other.rows_of(5, ignoring_dashes)] == ["ab", "a-c", "b"]
+    other.rows_of(5, ignoring_dashes)
+    assert len(asked) == 1  # the same names: the order is not asked for again
+    other.keep(6, [row("b"), row("a-c")])
+    assert [r[0] for r in other.rows_of(6, ignoring_dashes)] == ["a-c", "b"] and len(asked) == 2
     assert kept.rows_of(6) is None
+
+
+@pytest.mark.django_db
+def test_the_name_order_is_the_sample_querys_order():
+    names = ["b", "a-c", "ab", "Z", "é", "a.b", "root"]
+    run = CycleRun.objects.create(started=timezone.now())
+    QueueSample.objects.bulk_create([QueueSample(cycle=run, queue=n, created=run.started) for n in names])
+    read = list(QueueSample.objects.filter(cycle=run).values_list("queue", flat=True))
+    assert metrics._name_order(names) == read
 
 
 @pytest.mark.django_db(transaction=True)
