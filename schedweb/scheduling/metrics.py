@@ -189,7 +189,8 @@ UNSCHEDULED_SQL = (
 
 
 def _name_order(names: list[str]) -> list[str]:
-    """Queue names as the database orders QueueSample.queue (its collation; SQLite: binary)."""
+    """Names (of queues, reason codes) as the database orders text (its collation; SQLite:
+    binary), as an ORDER BY of the column would."""
     if connection.vendor != "postgresql":
         return sorted(names)
     with connection.cursor() as cursor:
@@ -205,14 +206,23 @@ def _read() -> _Found:
         samples = list(QueueSample.objects.filter(cycle_id=last[0]).values_list(
             "queue", "share", "weight", "overused", *QUEUE_FIGURES))
     queues = dict(Queue.objects.order_by("name").values_list("id", "name"))
-    by_id = list(Job.objects.values_list("queue_id", "phase").annotate(n=Count("id")).order_by())
-    if all(queue in queues for queue, _, _ in by_id):
-        pod_groups = {(queues[queue], phase): n for queue, phase, n in by_id}
-    else:  # a queue created since its query was read: count by name (the join)
+    # One scan of the jobs for both the pod groups by queue and phase and the waiting jobs by
+    # reason code (each of its own GROUP BY before).
+    groups = list(Job.objects.values_list("queue_id", "phase", "reason_code").annotate(n=Count("id"))
+                  .order_by())
+    pod_groups: dict[tuple[str, str], int] = {}
+    by_code: dict[str, int] = {}
+    for queue_id, phase, code, n in groups:
+        if code and phase not in TERMINAL_JOB_PHASES:
+            by_code[code] = by_code.get(code, 0) + n
+        name = queues.get(queue_id)
+        if name is not None:
+            pod_groups[(name, phase)] = pod_groups.get((name, phase), 0) + n
+    if any(queue_id not in queues for queue_id, *_ in groups):  # a queue created since it was read
         pod_groups = {(queue, phase): n for queue, phase, n in Job.objects.values_list(
             "queue__name", "phase").annotate(n=Count("id")).order_by()}
+    pending = [(code, by_code[code]) for code in _name_order(list(by_code))]
     waiting = Job.objects.exclude(phase__in=TERMINAL_JOB_PHASES).exclude(reason_code="")
-    pending = list(waiting.values_list("reason_code").annotate(n=Count("id")).order_by("reason_code"))
     statuses = (TaskStatus.PENDING, TaskStatus.PIPELINED)
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:

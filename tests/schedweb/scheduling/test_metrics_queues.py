@@ -124,3 +124,26 @@ def test_a_rolled_back_cycle_keeps_no_samples():
     before = metrics_queues.KEPT.cycle_id
     run = cycle_run()  # inside the test's transaction: never committed
     assert metrics_queues.KEPT.cycle_id == before != run.pk
+
+
+@pytest.mark.django_db
+def test_pod_groups_and_waiting_reasons_from_one_scan_are_the_two_group_bys():
+    from django.db.models import Count
+
+    from schedweb.core.job_services import job_cancel
+    from schedweb.core.models import TERMINAL_JOB_PHASES, Job
+
+    services.queue_create(name="g", capability={"cpu": "1"})
+    make_cluster(nodes=1, cpu="2")
+    for name in ("a", "b"):
+        submit(name)
+    submit("big", cpu="16")
+    submit("over", queue="g", cpu="2")
+    job_cancel(job=submit("gone"))
+    cycle_run()
+    found = metrics._read()
+    assert found.pod_groups == {(q, p): n for q, p, n in Job.objects.values_list("queue__name", "phase").annotate(
+        n=Count("id")).order_by()}
+    waiting = Job.objects.exclude(phase__in=TERMINAL_JOB_PHASES).exclude(reason_code="")
+    expected = list(waiting.values_list("reason_code").annotate(n=Count("id")).order_by("reason_code"))
+    assert found.pending == expected and len(expected) >= 2
