@@ -118,6 +118,10 @@ def _label_text(names: tuple[str, ...], values: tuple[str, ...]) -> str:
     return "{" + ",".join(f'{k}="{escape_label_value(v)}"' for k, v in pairs) + "}"
 
 
+# (family name, label names) -> (label values, value) -> the series' line, of the last render.
+_LINES: dict[tuple[str, tuple[str, ...]], dict[tuple[tuple[str, ...], float], str]] = {}
+
+
 class JobGaugeFamily(Metric):
     """A gauge with one series per job: its text written from label texts kept per job (a render
     of thousands of series costs a string per sample, not a regular expression per label);
@@ -143,10 +147,21 @@ class JobGaugeFamily(Metric):
         pass  # Metric.__init__ sets an empty list: the points are the samples
 
     def sample_text(self) -> str:
-        """Every series' line of the text format."""
+        """Every series' line of the text format; a series whose value held since the last
+        render of this family reuses its line (most jobs' times and shares hold)."""
         names, name = self.label_names, self.name
-        return "".join(f"{name}{_label_text(names, values)} {floatToGoString(value)}\n"
-                       for values, value in self.points)
+        before, now = _LINES.get((name, names), {}), {}
+        out = []
+        for point in self.points:
+            line = before.get(point)
+            if line is None:
+                values, value = point
+                line = f"{name}{_label_text(names, values)} {floatToGoString(value)}\n"
+            if point[1] != 0.0:  # 0.0 == -0.0, whose text differs: zeros are not kept
+                now[point] = line
+            out.append(line)
+        _LINES[(name, names)] = now  # only the current series: the memory is this render's
+        return "".join(out)
 
 
 def families(rows: list[JobRow]) -> Iterator[Metric]:
