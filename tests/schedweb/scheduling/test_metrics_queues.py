@@ -104,7 +104,7 @@ def test_the_render_after_a_committed_cycle_reads_no_sample_and_equals_the_colle
     assert metrics_queues.KEPT.cycle_id == run.pk  # set on commit
     read = list(QueueSample.objects.filter(cycle_id=run.pk).values_list(
         "queue", "share", "weight", "overused", *QUEUE_FIGURES))
-    assert metrics_queues.KEPT.rows_of(run.pk) == read and len(read) == 3  # g, q and root
+    assert metrics_queues.KEPT.rows_of(run.pk) == read and {"g", "q"} <= {r[0] for r in read}
     with CaptureQueriesContext(connection) as queries:
         body, _ = metrics_body.render()
     assert not [q for q in queries.captured_queries if "scheduling_queuesample" in q["sql"]]
