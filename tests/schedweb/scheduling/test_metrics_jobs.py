@@ -220,9 +220,11 @@ def test_a_series_line_is_kept_only_while_its_value_holds():
             out.append(plain)
         return exposition(out).decode()
 
-    first = [JobRow("ns", "a", "q", 0.25, 100.0, 160.0, 60000.0), JobRow("ns", "b", "q", 0.0, 50.0, None, None)]
+    first = [JobRow("ns", "a", "q", 0.25, 100.0, 160.0, 60000.0),
+             JobRow("ns", "b", "q", 0.0, 50.0, None, None)]
     assert text(first) == reference(first)
-    moved = [JobRow("ns", "a", "q", 0.5, 100.0, 170.0, 70000.0), JobRow("ns", "b", "q", -0.0, 50.0, None, None)]
+    moved = [JobRow("ns", "a", "q", 0.5, 100.0, 170.0, 70000.0),
+             JobRow("ns", "b", "q", -0.0, 50.0, None, None)]
     assert text(moved) == reference(moved)
     assert 'volcano_job_share{job_id="a",job_ns="ns"} 0.5\n' in text(moved)
     assert 'volcano_job_share{job_id="b",job_ns="ns"} -0.0\n' in text(moved)

@@ -142,8 +142,8 @@ def test_pod_groups_and_waiting_reasons_from_one_scan_are_the_two_group_bys():
     job_cancel(job=submit("gone"))
     cycle_run()
     found = metrics._read()
-    assert found.pod_groups == {(q, p): n for q, p, n in Job.objects.values_list("queue__name", "phase").annotate(
-        n=Count("id")).order_by()}
+    by_name = Job.objects.values_list("queue__name", "phase").annotate(n=Count("id")).order_by()
+    assert found.pod_groups == {(q, p): n for q, p, n in by_name}
     waiting = Job.objects.exclude(phase__in=TERMINAL_JOB_PHASES).exclude(reason_code="")
     expected = list(waiting.values_list("reason_code").annotate(n=Count("id")).order_by("reason_code"))
     assert found.pending == expected and len(expected) >= 2
