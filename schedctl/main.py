@@ -11,7 +11,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from importlib import metadata
 
-from schedctl import config, job_write, jobs, queues, render, why
+from schedctl import config, job_write, jobs, queues, render, shards, why
 from schedctl.client import ApiClient
 from schedctl.errors import CliError
 
@@ -59,6 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     job_write.add_parsers(jobs.add_parsers(sub, common), common)
     queues.add_parsers(sub, common)
+    shards.add_parsers(sub, common)
     why.add_parsers(sub, common)
     return parser
 

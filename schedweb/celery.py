@@ -1,4 +1,5 @@
-"""Celery app (`celery -A schedweb worker -B`): the scheduling cycle every SCHEDULE_PERIOD seconds."""
+"""Celery app (`celery -A schedweb worker -B`): the scheduling cycle every SCHEDULE_PERIOD seconds
+and the sharding controller every SHARD_CONTROLLER_PERIOD seconds."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "schedweb.settings")
 app = Celery("schedweb")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks(["schedweb.scheduling"])
+# The sharding controller's task lives beside its policy (schedweb.scheduling.shard_controller).
+app.autodiscover_tasks(["schedweb.scheduling"], related_name="shard_controller")
 
 
 @app.on_after_configure.connect
@@ -21,3 +24,6 @@ def setup_beat(sender: Celery, **_: object) -> None:
     period = float(settings.SCHEDULE_PERIOD)
     sender.add_periodic_task(period, sender.signature("schedweb.scheduling.cycle"),
                              name="scheduling-cycle", expires=period)
+    shards = float(settings.SHARD_CONTROLLER_PERIOD)
+    sender.add_periodic_task(shards, sender.signature("schedweb.scheduling.shard_controller"),
+                             name="shard-controller", expires=shards)

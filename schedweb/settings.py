@@ -53,6 +53,8 @@ CSP_REPORT_ONLY = env_bool("CSP_REPORT_ONLY")
 
 # Scheduler loop period (seconds) and the simulated node agent (runs tasks for their duration).
 SCHEDULE_PERIOD = float(os.environ.get("SCHEDULE_PERIOD", "2"))
+# The sharding controller's period (seconds): how often NodeShards' desired nodes are recomputed.
+SHARD_CONTROLLER_PERIOD = float(os.environ.get("SHARD_CONTROLLER_PERIOD", "10"))
 SIMULATED_AGENT = env_bool("SIMULATED_AGENT")
 # The queue of jobs and manifests that name none (created by core migration 0007 when absent,
 # protected from deletion, as Volcano's `default` queue).

@@ -28,6 +28,7 @@ from schedweb.api.manifests import (
     format_duration,
     parse_duration,
 )
+from schedweb.core.models import DEFAULT_SCHEDULER_NAME
 from schedweb.core.quantities import to_quantities
 from schedweb.core.validation import DNS_LABEL
 
@@ -214,7 +215,11 @@ def job_to_vcjob(job, tasks) -> dict:
     spec_tasks.extend(vcjob_tasks(job.name, sorted(rest, key=lambda t: t.id), min_task_member,
                                   taken={t["name"] for t in spec_tasks}, first_index=len(spec_tasks)))
     kept_spec = passthrough.get("spec") or {}
-    scheduler = kept_spec.get("schedulerName", "volcano")
+    # Jobs imported before schedulerName was a field keep it in the passthrough; the field wins
+    # once it names another scheduler than the default.
+    scheduler = job.scheduler_name
+    if scheduler == DEFAULT_SCHEDULER_NAME:
+        scheduler = kept_spec.get("schedulerName", DEFAULT_SCHEDULER_NAME)
     spec: dict[str, Any] = {"minAvailable": job.min_member, "schedulerName": scheduler,
                             "queue": job.queue.name}
     if job.priority_class_id:

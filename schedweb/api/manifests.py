@@ -1,5 +1,5 @@
-"""Volcano manifests (YAML) to API write dicts: PriorityClass, Queue, PodGroup (+ its Pods) and
-batch Job.
+"""Volcano manifests (YAML) to API write dicts: PriorityClass, Queue, PodGroup (+ its Pods),
+batch Job and NodeShard (schedweb.api.manifests_shard).
 
 Objects we model are read strictly (unknown spec keys are errors naming their path); Kubernetes
 bookkeeping is dropped and the fields schedweb does not act on are kept as the job's passthrough
@@ -45,6 +45,7 @@ from schedweb.api.manifests_base import (  # noqa: F401 - the module's public na
     parse_duration,
 )
 from schedweb.api.manifests_priority import priority_class_from_manifest
+from schedweb.api.manifests_shard import SHARD_API, node_shard_from_manifest
 from schedweb.api.manifests_vcjob import JobDoc, job_from_podgroup, job_from_vcjob
 
 QUEUE_SPEC = {"weight", "capability", "deserved", "guarantee", "reclaimable", "parent", "priority"}
@@ -54,17 +55,20 @@ QUEUE_FIELD_PATHS = {"name": "metadata.name", "parent": "spec.parent", "weight":
                      "capability": "spec.capability", "deserved": "spec.deserved",
                      "guarantee": "spec.guarantee.resource", "annotations": "metadata.annotations",
                      "state": "status.state", "queue": "metadata.name"}
-SUPPORTED = {("Queue", QUEUE_API), ("PodGroup", PODGROUP_API), ("Job", JOB_API), ("Pod", "v1")}
+SUPPORTED = {("Queue", QUEUE_API), ("PodGroup", PODGROUP_API), ("Job", JOB_API), ("Pod", "v1"),
+             ("NodeShard", SHARD_API)}
 FOREIGN_KIND_HINT = ("expected PriorityClass (scheduling.k8s.io/v1 or v1beta1), Queue or PodGroup "
-                     f"({QUEUE_API}), Job ({JOB_API}) or Pod (v1)")
+                     f"({QUEUE_API}), Job ({JOB_API}), NodeShard ({SHARD_API}) or Pod (v1)")
 
 
 @dataclass
 class Parsed:
-    """A manifest's objects in apply order: priority classes, queues (parents first), jobs."""
+    """A manifest's objects in apply order: priority classes, queues (parents first), NodeShards,
+    jobs."""
 
     priority_classes: list[tuple[dict, str]] = field(default_factory=list)
     queues: list[tuple[dict, str]] = field(default_factory=list)
+    node_shards: list[tuple[dict, str]] = field(default_factory=list)
     jobs: list[JobDoc] = field(default_factory=list)
 
 
@@ -121,6 +125,8 @@ def parse_manifest(docs: list[dict], priority_classes: dict[str, int]) -> Parsed
             data = priority_class_from_manifest(doc, path)
             classes[data["name"]] = data["value"]
             parsed.priority_classes.append((data, path))
+        elif (kind, api) == ("NodeShard", SHARD_API):
+            parsed.node_shards.append((node_shard_from_manifest(doc, path), path))
         elif (kind, api) == ("PodGroup", PODGROUP_API):
             groups.append((doc, path))
         elif (kind, api) == ("Job", JOB_API):
@@ -179,6 +185,7 @@ def _refuse_duplicates(parsed: Parsed) -> None:
     """Each object once per manifest (a second document of the same name would silently win)."""
     for kind, items in (("PriorityClass", [(d["name"], p) for d, p in parsed.priority_classes]),
                         ("Queue", [(d["name"], p) for d, p in parsed.queues]),
+                        ("NodeShard", [(d["name"], p) for d, p in parsed.node_shards]),
                         ("job", [(j.uid, j.path) for j in parsed.jobs])):
         first: dict[str, str] = {}
         for name, path in items:

@@ -1,9 +1,10 @@
 """Manifest import as `kubectl apply`: each object is created, updated or left unchanged.
 
-Order: PriorityClasses, Queues (parents first), then jobs (PodGroups, batch Jobs). An object that
+Order: PriorityClasses, Queues (parents first), NodeShards, then jobs (PodGroups, batch Jobs). An object that
 exists is compared with what the manifest asks for, both written as the export writes them: no
 difference = `unchanged` (nothing written), else `updated` with a field diff by manifest path.
-What may change: a queue's spec and state; a PriorityClass's description and globalDefault (its
+What may change: a queue's spec and state; a NodeShard's spec and schedweb.io annotations (its
+status is never imported; staff only, as over the API); a PriorityClass's description and globalDefault (its
 value and preemptionPolicy are immutable, as in Kubernetes); a job's whole spec before it has
 started, only minAvailable, the tasks' minAvailable, priorityClassName and metadata after
 (schedweb.core.job_apply). A change that is not allowed is an ApplyConflict (409) naming every
@@ -29,10 +30,13 @@ from schedweb.api.manifests_base import ManifestError, load_documents
 from schedweb.api.manifests_diff import diff_docs, immutable_when_started
 from schedweb.api.manifests_priority import manifest_path as pc_manifest_path
 from schedweb.api.manifests_priority import priority_class_to_manifest
+from schedweb.api.manifests_shard import manifest_path as shard_manifest_path
+from schedweb.api.manifests_shard import node_shard_to_manifest, release_first
 from schedweb.api.manifests_vcjob import JobDoc
 from schedweb.api.serializers.cluster import PriorityClassSerializer
 from schedweb.api.serializers.jobs import JobSubmitSerializer
 from schedweb.api.serializers.queues import QueueWriteSerializer
+from schedweb.api.serializers.shards import NodeShardWriteSerializer
 from schedweb.core import services
 from schedweb.core.access import QueueAccess
 from schedweb.core.default_queue import (
@@ -42,7 +46,7 @@ from schedweb.core.default_queue import (
 )
 from schedweb.core.job_apply import job_started
 from schedweb.core.job_services import _check_task
-from schedweb.core.models import TERMINAL_JOB_PHASES, Job, PriorityClass, Queue, Task
+from schedweb.core.models import TERMINAL_JOB_PHASES, Job, NodeShard, PriorityClass, Queue, Task
 from schedweb.core.validation import parse_resources
 
 TASK_MODEL_FIELDS = ("name", "role", "request", "priority", "preemption_policy", "preemptable", "labels",
@@ -79,7 +83,7 @@ class _Apply:
     def __init__(self, access: QueueAccess, dry_run: bool) -> None:
         self.access, self.user = access, access.user
         self.result: dict[str, Any] = {"dry_run": dry_run}
-        for kind in ("priority_classes", "queues", "jobs"):
+        for kind in ("priority_classes", "queues", "node_shards", "jobs"):
             for verb in ("created", "updated", "unchanged"):
                 self.result[f"{kind}_{verb}"] = []
         self.result["changes"] = []
@@ -97,6 +101,9 @@ class _Apply:
             self.priority_class(data, path)
         for data, path in parsed.queues:
             self.queue(data, path)
+        stored = dict(NodeShard.objects.values_list("name", "nodes_desired"))
+        for data, path in release_first(parsed.node_shards, stored):
+            self.node_shard(data, path)
         self._new_jobs: list[tuple[JobDoc, dict]] = []
         for job in parsed.jobs:
             self.job(job)
@@ -170,6 +177,36 @@ class _Apply:
         return Queue(name=valid["name"], parent=commands.resolve_queue(valid["parent"], "parent"),
                      weight=valid["weight"], priority=valid["priority"], reclaimable=valid["reclaimable"],
                      annotations=valid["annotations"], state=valid.get("state") or existing.state, **fields)
+
+    # ------------------------------------------------------------------ node shards
+    def node_shard(self, data: dict, path: str) -> None:
+        """Create, update (spec and annotations) or leave a NodeShard; staff only for changes."""
+        def to_path(key: str) -> str:
+            return shard_manifest_path(path, key)
+
+        valid = _validate(NodeShardWriteSerializer, data, to_path)
+        existing = NodeShard.objects.filter(name=valid["name"]).first()
+        diff: dict[str, Any] = {}
+        if existing is not None:
+            diff = diff_docs(node_shard_to_manifest(existing, status=False),
+                             node_shard_to_manifest(SimpleNamespace(**valid), status=False))
+            if not diff:
+                self.record("NodeShard", "node_shards", valid["name"], path, "unchanged")
+                return
+        if not self.user.is_staff:
+            raise PermissionDenied("Only staff create or change NodeShards.")
+        try:
+            if existing is None:
+                services.node_shard_create(**valid, actor=self.user)
+            else:
+                services.node_shard_update(shard=existing, **valid, actor=self.user)
+        except ValidationError as exc:
+            raise _mapped(django_validation_error_fields(exc), to_path) from None
+        if existing is None:
+            self.record("NodeShard", "node_shards", valid["name"], path, "created")
+        else:
+            self.record("NodeShard", "node_shards", valid["name"], path, "updated",
+                        {f"{path}.{k}": v for k, v in diff.items()})
 
     # ------------------------------------------------------------------ jobs
     def job(self, doc: JobDoc) -> None:
@@ -247,7 +284,8 @@ class _Apply:
                 admit_queue(queue_name, doc.fields["queue"], _webhook_kind(doc))
                 if not self.access.can_submit(desired_job.queue.id):
                     raise PermissionDenied(f"You may not submit jobs to queue {queue_name}.")
-            changes.update(queue=desired_job.queue, tasks=[dict(t) for t in valid["tasks"]])
+            changes.update(queue=desired_job.queue, tasks=[dict(t) for t in valid["tasks"]],
+                           scheduler_name=valid["scheduler_name"])
         services.job_update(job=existing, actor=self.user, **changes)
         self.record(doc.kind, "jobs", doc.uid, doc.path, "updated", diff)
 
@@ -261,7 +299,7 @@ class _Apply:
                   min_member=valid["min_member"], min_task_member=valid["min_task_member"], priority_class=pc,
                   min_resources=parse_resources(valid["min_resources"], "min_resources"),
                   preemptable=valid["preemptable"], sla_waiting_time=valid["sla_waiting_time"],
-                  passthrough=doc.passthrough)
+                  passthrough=doc.passthrough, scheduler_name=valid["scheduler_name"])
         tasks = []
         for i, raw in enumerate(valid["tasks"]):
             checked = _check_task(dict(raw), i, {})

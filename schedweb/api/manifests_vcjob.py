@@ -2,11 +2,11 @@
 besides: the manifest path of every submit field (errors name the manifest, not the API), and the
 passthrough, the fields schedweb keeps without acting on them (README "Manifests").
 
-Passthrough of a batch Job: `metadata` (labels, annotations), `spec` (schedulerName, policies,
-plugins, maxRetry, ttlSecondsAfterFinished, volumes, minSuccess, runningEstimate,
-networkTopology), and per task its other keys (policies, maxRetry, dependsOn, topologyPolicy,
-partitionPolicy) with its whole pod template as written. Of a PodGroup: its metadata, and each
-Pod's metadata and spec as written.
+Passthrough of a batch Job: `metadata` (labels, annotations), `spec` (policies, plugins,
+maxRetry, ttlSecondsAfterFinished, volumes, minSuccess, runningEstimate, networkTopology; its
+schedulerName is the job's `scheduler_name`), and per task its other keys (policies, maxRetry,
+dependsOn, topologyPolicy, partitionPolicy) with its whole pod template as written. Of a
+PodGroup: its metadata, and each Pod's metadata and spec as written.
 """
 
 from __future__ import annotations
@@ -33,9 +33,10 @@ from schedweb.api.manifests_base import (
 )
 
 PODGROUP_SPEC = {"minMember", "minTaskMember", "minResources", "queue", "priorityClassName"}
-JOB_SPEC_MODELLED = {"minAvailable", "queue", "priorityClassName", "tasks"}
+# schedulerName is the job's scheduler_name (which scheduler instance places it: sharding).
+JOB_SPEC_MODELLED = {"minAvailable", "queue", "priorityClassName", "tasks", "schedulerName"}
 # batch Job keys only Volcano's job controller uses: stored in the passthrough and exported back.
-JOB_SPEC_PASSTHROUGH = {"schedulerName", "policies", "plugins", "maxRetry", "ttlSecondsAfterFinished",
+JOB_SPEC_PASSTHROUGH = {"policies", "plugins", "maxRetry", "ttlSecondsAfterFinished",
                         "volumes", "minSuccess", "runningEstimate", "networkTopology"}
 JOB_TASK_MODELLED = {"name", "replicas", "minAvailable", "template"}
 JOB_TASK_PASSTHROUGH = {"policies", "maxRetry", "dependsOn", "topologyPolicy", "partitionPolicy"}
@@ -282,6 +283,7 @@ def job_from_vcjob(doc: dict, path: str, priority_classes: dict[str, int]) -> Jo
     if total == 0:
         fail(f"{path}.spec.tasks", "Every task has replicas: 0; a job needs at least one pod.")
     min_member = spec.get("minAvailable") or default_min
+    data["scheduler_name"] = name_of(spec.get("schedulerName"), f"{path}.spec.schedulerName") or "volcano"
     data.update({
         "min_member": min_member,
         "min_task_member": min_task_member,
@@ -292,7 +294,7 @@ def job_from_vcjob(doc: dict, path: str, priority_classes: dict[str, int]) -> Jo
     })
     fields = {**_common_fields(path), "min_member": f"{path}.spec.minAvailable",
               "min_task_member": f"{path}.spec.tasks", "min_resources": f"{path}.spec.tasks",
-              "tasks": f"{path}.spec.tasks"}
+              "tasks": f"{path}.spec.tasks", "scheduler_name": f"{path}.spec.schedulerName"}
     passthrough = {"kind": "Job", "metadata": kept_metadata(meta),
                    "spec": {k: v for k, v in spec.items() if k in JOB_SPEC_PASSTHROUGH}, "tasks": kept_tasks}
     return JobDoc(data, path, "Job", fields, task_paths, task_names, passthrough)

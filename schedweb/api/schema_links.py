@@ -12,6 +12,7 @@ from typing import Any
 CREATED = [
     ("/api/v1/queues/", "/api/v1/queues/{name}/", "name", "name"),
     ("/api/v1/nodes/", "/api/v1/nodes/{name}/", "name", "name"),
+    ("/api/v1/nodeshards/", "/api/v1/nodeshards/{name}/", "name", "name"),
     ("/api/v1/priority-classes/", "/api/v1/priority-classes/{name}/", "name", "name"),
     ("/api/v1/namespace-quotas/", "/api/v1/namespace-quotas/{namespace}/", "namespace", "namespace"),
     ("/api/v1/jobs/", "/api/v1/jobs/{id}/", "id", "id"),

@@ -20,7 +20,7 @@ from scheduler_core.shapes import MAX_DURATION_SECONDS
 from schedweb.api.serializers.base import StrictSerializer
 from schedweb.core.validation import DNS_LABEL, NAME
 
-PATTERNS = {"name": NAME.pattern, "namespace": DNS_LABEL.pattern}
+PATTERNS = {"name": NAME.pattern, "namespace": DNS_LABEL.pattern, "scheduler_name": NAME.pattern}
 SECONDS = {"minimum": 0, "maximum": MAX_DURATION_SECONDS}
 
 

@@ -22,6 +22,8 @@ RESOURCES: dict[str, tuple[str, str, str]] = {
              "waits, cancel."),
     "tasks": ("task", "tasks", "Tasks (pods) of jobs; node agents report their status."),
     "nodes": ("node", "nodes", "Cluster nodes: allocatable, labels, taints, cordon; usage heartbeats."),
+    "nodeshards": ("NodeShard", "NodeShards", "Scheduler shards (shard.volcano.sh NodeShard): the nodes each "
+                   "scheduler instance owns, and the sharding controller's policy."),
     "priority-classes": ("priority class", "priority classes", "Kubernetes-style priority classes."),
     "namespace-quotas": ("namespace quota", "namespace quotas", "Hard limits per namespace."),
     "scheduler-config": ("scheduler configuration", "scheduler configurations",

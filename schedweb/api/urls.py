@@ -19,6 +19,7 @@ from schedweb.api.views.placements import JobPlacementsView, NamespacedJobPlacem
 from schedweb.api.views.preview import QueuePreviewView
 from schedweb.api.views.queues import QueueViewSet
 from schedweb.api.views.schema import DocsView, SchemaView
+from schedweb.api.views.shards import NodeShardViewSet
 from schedweb.api.views.tokens import TokenViewSet
 
 app_name = "api"
@@ -26,6 +27,7 @@ app_name = "api"
 router = DefaultRouter(trailing_slash=True)
 router.register("queues", QueueViewSet, basename="queue")
 router.register("nodes", NodeViewSet, basename="node")
+router.register("nodeshards", NodeShardViewSet, basename="nodeshard")
 router.register("jobs", JobViewSet, basename="job")
 router.register("tasks", TaskViewSet, basename="task")
 router.register("priority-classes", PriorityClassViewSet, basename="priorityclass")

@@ -27,6 +27,7 @@ class AuditObjectType(models.TextChoices):
     NAMESPACE_QUOTA = "namespace_quota"
     SCHEDULER_CONFIG = "scheduler_config"
     JOB = "job"
+    NODE_SHARD = "node_shard"
 
 
 class AuditEntry(models.Model):

@@ -19,7 +19,7 @@ from django.db.models import Q, QuerySet
 
 from scheduler_core.explain.reasons import ReasonCode
 from schedweb.core.choices import JOB_PHASES, JOB_STATE_GROUPS, TASK_STATUSES
-from schedweb.core.models import SUSPENDED_REASON, Job, Node, Queue, Task
+from schedweb.core.models import SUSPENDED_REASON, Job, Node, NodeShard, Queue, ShardMode, Task
 
 # The scheduler's codes, and the one job_suspend sets (the scheduler never writes it).
 REASON_CODES = (*(code.value for code in ReasonCode), SUSPENDED_REASON)
@@ -136,11 +136,14 @@ class JobFilterSet(django_filters.FilterSet):
         choices=_choices(tuple(JOB_STATE_GROUPS) + JOB_PHASES), method="filter_state")
     submitted_by = ExistingFilter(get_user_model(), field_name="submitted_by__username", lookup="username",
                                   label_text="user")
+    # Any name: a job may name a scheduler no shard answers to (the default scheduler takes it).
+    scheduler_name = django_filters.CharFilter()
     search = django_filters.CharFilter(method="filter_search")
 
     class Meta:
         model = Job
-        fields = ["queue", "namespace", "phase", "state", "reason_code", "submitted_by", "search"]
+        fields = ["queue", "namespace", "phase", "state", "reason_code", "submitted_by", "scheduler_name",
+                  "search"]
 
     def filter_state(self, qs: QuerySet, name: str, value: list[str]) -> QuerySet:
         """Jobs in any of the phases the given states stand for."""
@@ -177,3 +180,20 @@ class TaskFilterSet(django_filters.FilterSet):
     class Meta:
         model = Task
         fields = ["job", "namespace", "name", "status", "node"]
+
+
+class NodeShardFilterSet(django_filters.FilterSet):
+    """NodeShards by scheduler name, mode, a node they desire or use, and name search."""
+
+    scheduler_name = django_filters.CharFilter()
+    mode = django_filters.ChoiceFilter(choices=_choices(tuple(ShardMode.values)))
+    node = ExistingFilter(Node, method="filter_node", label_text="node")
+    search = django_filters.CharFilter(field_name="name", lookup_expr="icontains")
+
+    class Meta:
+        model = NodeShard
+        fields = ["scheduler_name", "mode", "node", "search"]
+
+    def filter_node(self, qs: QuerySet, name: str, value: str) -> QuerySet:
+        """Shards desiring the node or still using it."""
+        return qs.filter(Q(nodes_desired__contains=[value]) | Q(nodes_in_use__contains=[value]))

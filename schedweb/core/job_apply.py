@@ -39,7 +39,7 @@ from schedweb.core.models import (
 )
 from schedweb.core.task_spec_values import SPEC_FIELDS
 from schedweb.core.task_specs import prune_task_specs
-from schedweb.core.validation import check_object, check_seconds, fail, parse_resources
+from schedweb.core.validation import check_name, check_object, check_seconds, fail, parse_resources
 
 UNSTARTED_PHASES = (JobPhase.PENDING, JobPhase.INQUEUE)
 # Fields a started job may still change (Volcano: minAvailable, priorityClassName, tasks[*].minAvailable;
@@ -92,7 +92,7 @@ _UNSET: Any = object()
 def job_update(*, job: Job, queue: Any = _UNSET, tasks: list[dict[str, Any]] | None = None,
                min_member: Any = _UNSET, min_task_member: Any = _UNSET, min_resources: Any = _UNSET,
                priority_class: Any = _UNSET, preemptable: Any = _UNSET, sla_waiting_time: Any = _UNSET,
-               passthrough: Any = _UNSET, actor: Any = None) -> Job:
+               passthrough: Any = _UNSET, scheduler_name: Any = _UNSET, actor: Any = None) -> Job:
     """Change the given fields of an unfinished job (see the module docstring for what a started
     job may change); `tasks` (task dicts as job_submit takes them) replaces every task."""
     job = Job.objects.select_related("queue", "priority_class").select_for_update(of=("self",)).get(pk=job.pk)
@@ -101,7 +101,8 @@ def job_update(*, job: Job, queue: Any = _UNSET, tasks: list[dict[str, Any]] | N
     given = {k for k, v in (("queue", queue), ("min_member", min_member),
                             ("min_task_member", min_task_member), ("min_resources", min_resources),
                             ("priority_class", priority_class), ("preemptable", preemptable),
-                            ("sla_waiting_time", sla_waiting_time), ("passthrough", passthrough))
+                            ("sla_waiting_time", sla_waiting_time), ("passthrough", passthrough),
+                            ("scheduler_name", scheduler_name))
              if v is not _UNSET}
     if tasks is not None:
         given.add("tasks")
@@ -134,6 +135,8 @@ def job_update(*, job: Job, queue: Any = _UNSET, tasks: list[dict[str, Any]] | N
         job.sla_waiting_time = check_seconds(sla_waiting_time, "sla_waiting_time")
     if passthrough is not _UNSET:
         job.passthrough = check_object(passthrough, "passthrough")
+    if scheduler_name is not _UNSET:
+        job.scheduler_name = check_name(scheduler_name, "scheduler_name")
     job.save()
     if checked is not None:
         old_specs = list(job.tasks.values_list("spec_id", flat=True).distinct())

@@ -24,6 +24,7 @@ from schedweb.core.job_submission import (
     max_tasks_per_job,
 )
 from schedweb.core.models import (
+    DEFAULT_SCHEDULER_NAME,
     NODE_BOUND_TASK_STATUSES,
     SUSPENDED_REASON,
     TERMINAL_JOB_PHASES,
@@ -95,7 +96,8 @@ def job_submit(*, namespace: str, name: str, queue: Queue | str | None = None, t
                min_resources: Any = None, priority_class: PriorityClass | str | None = None,
                preemptable: bool = True, sla_waiting_time: float | None = None, submitted_by=None,
                idempotency_key: str | None = None, idempotency_hash: str = "",
-               phase: str = JobPhase.PENDING, passthrough: dict[str, Any] | None = None) -> Job:
+               phase: str = JobPhase.PENDING, passthrough: dict[str, Any] | None = None,
+               scheduler_name: str = DEFAULT_SCHEDULER_NAME) -> Job:
     """Submit a job with its tasks into an open leaf queue (None: the default queue).
 
     Tasks are dicts (name, role, request quantities, priority, preemption_policy, preemptable,
@@ -103,6 +105,7 @@ def job_submit(*, namespace: str, name: str, queue: Queue | str | None = None, t
     and the demo may also give status and node; `replicas: N` stands for N tasks named
     `<job>-<task>-<index>`); at most settings.MAX_TASKS_PER_JOB of them. Task names are unique
     within the job. `phase` is for imports and the demo; new jobs are Pending.
+    `scheduler_name` is Volcano's schedulerName (the scheduler instance that places the job).
     `idempotency_hash` is the hash of the request body the `idempotency_key` came with
     (schedweb.api.commands compares it). A job without a priority class gets the globalDefault
     class, if any (Kubernetes' admission). Every problem found is reported at once (one
@@ -114,7 +117,8 @@ def job_submit(*, namespace: str, name: str, queue: Queue | str | None = None, t
                       priority_class=priority_class, preemptable=preemptable,
                       sla_waiting_time=sla_waiting_time,
                       submitted_by=submitted_by, idempotency_key=idempotency_key,
-                      idempotency_hash=idempotency_hash, phase=phase, passthrough=passthrough)
+                      idempotency_hash=idempotency_hash, phase=phase, passthrough=passthrough,
+                      scheduler_name=scheduler_name)
     resolve(draft, load_context([draft]))
     if not draft.ok:
         raise draft.problems.error()

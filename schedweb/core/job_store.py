@@ -273,7 +273,8 @@ def build_jobs(drafts: list[JobDraft]) -> list[Job]:
                        min_resources=f["min_resources"], phase=f["phase"], preemptable=f["preemptable"],
                        sla_waiting_time=f["sla_waiting_time"], submitted_by=f["submitted_by"],
                        idempotency_key=f["idempotency_key"], idempotency_hash=f["idempotency_hash"],
-                       passthrough=f["passthrough"], created=now, updated=now,
+                       passthrough=f["passthrough"], scheduler_name=f["scheduler_name"], created=now,
+                       updated=now,
                        finished=now if f["phase"] in TERMINAL_JOB_PHASES else None))
     return out
 

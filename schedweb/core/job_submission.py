@@ -31,6 +31,7 @@ from django.utils import timezone
 
 from scheduler_core import shapes
 from schedweb.core.models import (
+    DEFAULT_SCHEDULER_NAME,
     NODE_BOUND_TASK_STATUSES,
     ROOT_QUEUE_NAME,
     TERMINAL_TASK_STATUSES,
@@ -339,7 +340,7 @@ def draft_job(*, namespace: Any, name: Any, queue: Any = None, tasks: Any, min_m
               min_task_member: Any = None, min_resources: Any = None, priority_class: Any = None,
               preemptable: Any = True, sla_waiting_time: Any = None, submitted_by: Any = None,
               idempotency_key: str | None = None, idempotency_hash: str = "", phase: str = JobPhase.PENDING,
-              passthrough: Any = None) -> JobDraft:
+              passthrough: Any = None, scheduler_name: Any = DEFAULT_SCHEDULER_NAME) -> JobDraft:
     """Check a submission (see job_services.job_submit for the fields); every problem is kept."""
     p = Problems()
     p.check(check_namespace, namespace)
@@ -362,6 +363,7 @@ def draft_job(*, namespace: Any, name: Any, queue: Any = None, tasks: Any, min_m
         "idempotency_key": idempotency_key or None,
         "idempotency_hash": (idempotency_hash or "") if idempotency_key else "",
         "passthrough": p.check(check_object, passthrough, "passthrough") or {},
+        "scheduler_name": p.check(check_name, scheduler_name, "scheduler_name"),
     }
     draft = JobDraft(namespace, name, queue, priority_class, fields, [], p)
     if not isinstance(tasks, list) or not tasks:

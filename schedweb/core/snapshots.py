@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from schedweb.core.models import Job, NamespaceQuota, Node, PriorityClass, Queue, SchedulerConfig
+from schedweb.core.models import Job, NamespaceQuota, Node, NodeShard, PriorityClass, Queue, SchedulerConfig
 
 
 def queue_snapshot(queue: Queue) -> dict[str, Any]:
@@ -49,3 +49,15 @@ def job_snapshot(job: Job) -> dict[str, Any]:
     """The job fields a cancellation changes, with where it lives."""
     return {"namespace": job.namespace, "name": job.name, "queue": job.queue.name, "phase": job.phase}
 
+
+
+NODE_SHARD_FIELDS = ("name", "scheduler_name", "mode", "nodes_desired", "nodes_in_use", "nodes_to_add",
+                     "nodes_to_remove", "min_nodes", "max_nodes", "cpu_utilization_min",
+                     "cpu_utilization_max")
+
+
+def node_shard_snapshot(shard: NodeShard) -> dict[str, Any]:
+    """A NodeShard's spec, status lists and policy (the version and times are bookkeeping)."""
+    out: dict[str, Any] = {field: getattr(shard, field) for field in NODE_SHARD_FIELDS}
+    out["last_update_time"] = shard.last_update_time.isoformat() if shard.last_update_time else None
+    return out

@@ -231,3 +231,25 @@ def check_choice(value: Any, field: str, choices: tuple[str, ...] | list[str]) -
             shown = shown.encode("utf-8", "replace").decode("utf-8")[:100]
         raise fail(field, f"{shown!r} is not one of {', '.join(choices)}.")
     return value
+
+
+def check_name_list(value: Any, field: str) -> list[str]:
+    """A list of distinct object names (a NodeShard's node lists); None is []."""
+    if value is None:
+        return []
+    if not isinstance(value, list | tuple):
+        raise fail(field, "Expected a list of names.")
+    seen: set[str] = set()
+    for i, name in enumerate(value):
+        check_name(name, f"{field}[{i}]")
+        if name in seen:
+            raise fail(f"{field}[{i}]", f"Duplicate name {name!r}.")
+        seen.add(name)
+    return list(value)
+
+
+def check_fraction(value: Any, field: str) -> float:
+    """A finite number from 0 to 1 (a utilisation band's end)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+        raise fail(field, f"Expected a number from 0 to 1, not {value!r}.")
+    return float(value)

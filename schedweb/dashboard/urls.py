@@ -5,7 +5,17 @@ from __future__ import annotations
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from schedweb.dashboard.views import audit, job_lists, job_suspend, jobs, mine, nodes, overview, queues
+from schedweb.dashboard.views import (
+    audit,
+    job_lists,
+    job_suspend,
+    jobs,
+    mine,
+    nodes,
+    overview,
+    queues,
+    shards,
+)
 
 app_name = "dashboard"
 
@@ -27,6 +37,9 @@ urlpatterns = [
     path("jobs/<int:pk>/", jobs.job_by_id, name="job-by-id"),
     path("nodes/", nodes.nodes, name="nodes"),
     path("nodes/<str:name>/", nodes.node_detail, name="node"),
+    path("shards/", shards.shard_list, name="shards"),
+    path("shards/<str:name>/", shards.shard_detail, name="shard"),
+    path("shards/<str:name>/edit/", shards.shard_edit, name="shard-edit"),
     path("mine/", mine.my_queues, name="mine"),
     path("audit/", audit.audit_log, name="audit"),
     path("accounts/login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),

@@ -38,6 +38,10 @@ PAGES = [
      ["h1", "#node-heatmap .main-svg"]),
     ("/nodes/gpu-01/", "document.getElementById('node-tasks') !== null",
      ["#node-figures tr[data-dim=cpu]", "#node-figures tr[data-dim=memory]"]),
+    ("/shards/", "document.getElementById('shard-table') !== null",
+     ["h1", "#shard-table tbody tr .card-title a"]),
+    ("/shards/gpu/", "document.getElementById('shard-nodes') !== null",
+     ["h1 #shard-mode", "#shard-policy table"]),
     ("/jobs/nlp/bert-pretrain/", "document.getElementById('task-table') !== null",
      ["#job-phase", "#reason h2"]),
     ("/mine/", "document.getElementById('my-queues') !== null",
@@ -83,6 +87,15 @@ def my_job(demo):
 
     services.job_submit(namespace="nlp", name="lead-eval", queue="nlp-eval", submitted_by=demo["lead"],
                         tasks=[{"name": "lead-eval-0", "request": {"cpu": "1", "memory": "1Gi"}}])
+    # Two NodeShards for the shard pages: the GPU nodes, and the rest (soft, a node range).
+    from schedweb.core.models import Node
+
+    names = sorted(Node.objects.values_list("name", flat=True))
+    gpu = [n for n in names if n.startswith("gpu")]
+    services.node_shard_create(name="gpu", scheduler_name="volcano-gpu", nodes_desired=gpu)
+    services.node_shard_create(name="general-purpose-batch", scheduler_name="volcano-general-purpose-batch",
+                               mode="soft", nodes_desired=[n for n in names if n not in gpu], min_nodes=2,
+                               max_nodes=40, cpu_utilization_min=0.25, cpu_utilization_max=0.75)
     return demo
 
 

@@ -195,8 +195,16 @@ def cycle_health(since: datetime, poisoned_at: datetime | None = None) -> dict[s
     return {"cycles_run": ran.count(), "cycles_failed": failed.count(), "cycles_failed_after_poison": after}
 
 
-def cycle_p99(since: datetime, until: datetime | None = None) -> tuple[int, float]:
-    """(cycles that ran in the window, the p99 of their durations in seconds; 0 when none)."""
+def p99(values: list[float]) -> float:
+    """The 99th percentile of `values` (the nearest rank below; 0 when empty)."""
+    values = sorted(values)
+    return values[min(len(values) - 1, int(0.99 * len(values)))] if values else 0.0
+
+
+def cycle_cost(window: str, since: datetime, until: datetime | None = None) -> dict[str, float]:
+    """The cycles of a window for the soak report: `{window}_cycles`, `{window}_p99_s` (wall) and
+    `{window}_cpu_p99_s` (the scheduler process's CPU in the cycle, `timing.cpu_s`: what the
+    cycle cost, whoever else shared the machine's cores meanwhile)."""
     from django.db import connections
 
     from schedweb.scheduling.models import CycleRun
@@ -205,8 +213,10 @@ def cycle_p99(since: datetime, until: datetime | None = None) -> tuple[int, floa
     runs = CycleRun.objects.filter(started__gt=since, skipped=False)
     if until is not None:
         runs = runs.filter(started__lte=until)
-    values = sorted(runs.values_list("duration_seconds", flat=True))
-    return len(values), (values[min(len(values) - 1, int(0.99 * len(values)))] if values else 0.0)
+    rows = list(runs.values_list("duration_seconds", "timing"))
+    cpu = [float((timing or {}).get("cpu_s", 0.0)) for _, timing in rows]
+    return {f"{window}_cycles": len(rows), f"{window}_p99_s": p99([d or 0.0 for d, _ in rows]),
+            f"{window}_cpu_p99_s": p99(cpu)}
 
 
 def run_load(base_url: str, token: str, *, clients: int, seconds: float, namespace: str, queue: str,

@@ -22,7 +22,7 @@ from schedweb.scheduling.invariants import check_invariants
 from schedweb.scheduling.models import CycleRun
 
 from .conftest import assert_load_outcome, good_cycles_after, needs_services, start_stack, variants
-from .load import cycle_health, run_load
+from .load import cycle_cost, cycle_health, p99, run_load
 
 pytestmark = needs_services
 
@@ -41,18 +41,9 @@ def affinity_gang_body(replicas: int, terms: int, values: int) -> dict:
                        "labels": {"app": "v0-0"}, "affinity": affinity}]}
 
 
-def _p99(values: list[float]) -> float:
-    values = sorted(values)
-    return values[min(len(values) - 1, int(0.99 * len(values)))] if values else 0.0
-
-
 def _runs(since, until=None):
     runs = CycleRun.objects.filter(started__gt=since, skipped=False)
     return runs.filter(started__lte=until) if until is not None else runs
-
-
-def _durations(since, until=None) -> list[float]:
-    return list(_runs(since, until).values_list("duration_seconds", flat=True))
 
 
 PHASES = ("load", "schedule", "write")
@@ -61,7 +52,7 @@ PHASES = ("load", "schedule", "write")
 def _phases(prefix: str, since, until=None) -> dict[str, float]:
     """p99 of each phase of the cycles in the window (where a slower p99 comes from)."""
     rows = list(_runs(since, until).values_list(*(f"{name}_seconds" for name in PHASES)))
-    return {f"{prefix}_{name}_p99_s": _p99([r[i] for r in rows]) for i, name in enumerate(PHASES)}
+    return {f"{prefix}_{name}_p99_s": p99([r[i] for r in rows]) for i, name in enumerate(PHASES)}
 
 
 @pytest.mark.timeout(900)
@@ -84,14 +75,12 @@ def test_affinity_heavy_gang_does_not_stall_the_cycles(replicas, terms, values, 
     stats = run_load(url, token, clients=4, seconds=seconds, namespace="load", queue="q")
     assert_load_outcome(stats, "load", soak_report, server.log)
     soak_report.update(cycle_health(arrived))
-    quiet, loaded = _durations(quiet_from, base_from), _durations(arrived)
-    soak_report.update({"quiet_cycles": len(quiet), "quiet_p99_s": _p99(quiet), "loaded_cycles": len(loaded),
-                        "loaded_p99_s": _p99(loaded), "gang_tasks": replicas, "gang_terms": 2 * terms,
+    soak_report.update({**cycle_cost("quiet", quiet_from, base_from), **cycle_cost("loaded", arrived),
+                        "gang_tasks": replicas, "gang_terms": 2 * terms,
                         "gang_submit_s": round((submitted - arrived).total_seconds(), 3),
                         **_phases("loaded", arrived)})
     if baseline:
-        base = _durations(base_from, arrived)
-        soak_report.update({"baseline_cycles": len(base), "baseline_p99_s": _p99(base),
+        soak_report.update({**cycle_cost("baseline", base_from, arrived),
                             **_phases("baseline", base_from, arrived)})
     assert soak_report["cycles_failed"] == 0, soak_report
     assert good_cycles_after(arrived) > 0

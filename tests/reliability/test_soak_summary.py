@@ -59,3 +59,26 @@ def test_exit_status(tmp_path, change, expected, capsys):
 def test_server_errors_count_the_load_runs_and_the_fuzzer():
     assert soak_summary.server_errors({**FUZZ, "server_errors": 3, "load": [{"server_errors": 1}, {}]}) == 4
     assert soak_summary.server_errors(RESTART) == 0  # its 503s were the database down, on purpose
+
+
+GANG_TEST = ("tests/reliability/test_affinity_gang.py::"
+             "test_affinity_heavy_gang_does_not_stall_the_cycles[soak]")
+GANG = {"test": GANG_TEST, "outcome": "passed",
+        "quiet_cycles": 10, "quiet_p99_s": 0.02, "quiet_cpu_p99_s": 0.01,
+        "baseline_cycles": 20, "baseline_p99_s": 0.2, "baseline_cpu_p99_s": 0.1,
+        "loaded_cycles": 40, "loaded_p99_s": 0.3, "loaded_cpu_p99_s": 0.25}
+BURST = {"test": "tests/reliability/test_request_bounds_soak.py::test_amplification[soak]",
+         "outcome": "passed", "quiet_cycles": 5, "quiet_p99_s": 0.1, "quiet_cpu_p99_s": 0.05,
+         "loaded_cycles": 9, "loaded_p99_s": 0.15, "loaded_cpu_p99_s": 0.075}
+
+
+def test_cycle_cost_compares_with_the_baseline_when_there_is_one():
+    gang, burst = soak_summary.cycle_cost_rows([GANG, BURST, LOAD])  # LOAD measured no windows
+    # The gang's reference is the same load without it (0.2 s), not the idle cycles (0.02 s).
+    assert gang[1:] == ["baseline", "200", "300", "1.50x", "100", "250", "2.50x"]
+    assert burst[1:] == ["quiet", "100", "150", "1.50x", "50", "75", "1.50x"]
+    lines = soak_summary.cycle_cost_table([GANG, BURST])
+    assert lines[-1] == ("cycle p99 within 2x of its reference: missed by "
+                         "test_affinity_gang::test_affinity_heavy_gang_does_not_stall_the_cycles[soak]")
+    assert soak_summary.cycle_cost_table([BURST])[-1] == "cycle p99 within 2x of its reference: every run"
+    assert soak_summary.cycle_cost_table([LOAD]) == []

@@ -107,6 +107,10 @@ class JobSubmitSerializer(StrictSerializer):
                                            trim_whitespace=False)
     preemptable = serializers.BooleanField(required=False, default=True)
     sla_waiting_time = serializers.FloatField(required=False, allow_null=True, default=None)
+    scheduler_name = serializers.CharField(required=False, default="volcano", max_length=253,
+                                           trim_whitespace=False, help_text=(
+        "The scheduler instance that places the job (Volcano's schedulerName; a NodeShard's "
+        "scheduler_name); absent = volcano."))
     tasks = TaskInputSerializer(many=True, allow_empty=False)
 
     def to_internal_value(self, data):
@@ -197,6 +201,7 @@ class JobSerializer(serializers.Serializer):
     priority_class = serializers.SerializerMethodField()
     preemptable = serializers.BooleanField()
     sla_waiting_time = serializers.FloatField(allow_null=True)
+    scheduler_name = serializers.CharField(help_text="The scheduler instance that places the job.")
     submitted_by = serializers.SerializerMethodField()
     task_count = serializers.SerializerMethodField()
     running_count = serializers.SerializerMethodField()

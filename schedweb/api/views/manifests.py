@@ -1,4 +1,5 @@
-"""Import (apply) and export of Volcano YAML: PriorityClass, Queue, PodGroup + Pods, batch Job."""
+"""Import (apply) and export of Volcano YAML: PriorityClass, Queue, NodeShard, PodGroup + Pods,
+batch Job."""
 
 from __future__ import annotations
 
@@ -28,15 +29,16 @@ from schedweb.api.manifest_export import (
 )
 from schedweb.api.manifests_apply import ApplyConflict, apply_manifest
 from schedweb.api.manifests_priority import priority_class_to_manifest
+from schedweb.api.manifests_shard import node_shard_to_manifest
 from schedweb.api.parsers import BoundedJSONParser, YamlTextParser, YamlTextParserAlias, YamlTextParserText
 from schedweb.api.serializers.cluster import ManifestImportSerializer
 from schedweb.api.views.base import access
 from schedweb.core.choices import TERMINAL_JOB_PHASES
-from schedweb.core.models import Job, PriorityClass, Queue, Task, TaskSpec
+from schedweb.core.models import Job, NodeShard, PriorityClass, Queue, Task, TaskSpec
 from schedweb.scheduling.models import JobCondition
 
-EXPORT_KINDS = ("PriorityClass", "Queue", "PodGroup", "Job")
-DEFAULT_EXPORT_KINDS = ["PriorityClass", "Queue", "Job"]
+EXPORT_KINDS = ("PriorityClass", "Queue", "NodeShard", "PodGroup", "Job")
+DEFAULT_EXPORT_KINDS = ["PriorityClass", "Queue", "NodeShard", "Job"]
 
 
 class ManifestImportView(APIView):
@@ -101,6 +103,8 @@ def located(changes: list[dict]) -> None:
             change["url"] = reverse("api:queue-detail", args=[change["name"]])
         elif kind == "PriorityClass":
             change["url"] = reverse("api:priorityclass-detail", args=[change["name"]])
+        elif kind == "NodeShard":
+            change["url"] = reverse("api:nodeshard-detail", args=[change["name"]])
         else:
             pk = ids.get(tuple(change["name"].split("/", 1)))
             change["url"] = reverse("api:job-detail", args=[pk]) if pk is not None else None
@@ -112,7 +116,8 @@ class ManifestExportView(APIView):
     @extend_schema(
         parameters=[
             OpenApiParameter("kind", str, many=True, enum=EXPORT_KINDS,
-                             description="Kinds (repeatable); default PriorityClass, Queue and Job."),
+                             description="Kinds (repeatable); default PriorityClass, Queue, NodeShard "
+                                         "and Job."),
             OpenApiParameter("queue", str, description="Only this queue's jobs (and the queue)."),
             OpenApiParameter("namespace", str, description="Only jobs of this namespace."),
             OpenApiParameter("finished", bool, description="Include Completed/Cancelled jobs."),
@@ -120,7 +125,8 @@ class ManifestExportView(APIView):
         responses={(200, "application/yaml"): OpenApiTypes.STR},
     )
     def get(self, request):
-        """Priority classes, queues (parents first), then jobs, as PodGroup+Pods or batch Jobs."""
+        """Priority classes, queues (parents first), NodeShards, then jobs, as PodGroup+Pods or
+        batch Jobs."""
         kinds = request.query_params.getlist("kind") or DEFAULT_EXPORT_KINDS
         bad = sorted(set(kinds) - set(EXPORT_KINDS))
         if bad:
@@ -140,6 +146,8 @@ class ManifestExportView(APIView):
                 queues = [q for q in queues if q.name == queue_name]
             for queue in _parents_first(queues):
                 _export(skipped, f"Queue {queue.name}", lambda q=queue: [queue_to_manifest(q)], docs)
+        if "NodeShard" in kinds and not queue_name:
+            docs.extend(node_shard_to_manifest(shard) for shard in NodeShard.objects.order_by("name"))
         if "PodGroup" in kinds or "Job" in kinds:
             # Each spec read once, as text (decoded by the export), shared by the tasks that have it.
             specs = TaskSpec.objects.defer(*TASK_JSON_FIELDS).annotate(**json_columns(TASK_JSON_FIELDS))

@@ -13,6 +13,7 @@ from schedweb.core.models import Node
 from schedweb.dashboard import node_page
 from schedweb.dashboard.charts import node_heatmap
 from schedweb.dashboard.cluster import load_cluster
+from schedweb.dashboard.views.shards import node_shards
 
 
 @login_required
@@ -35,4 +36,5 @@ def node_detail(request: HttpRequest, name: str) -> HttpResponse:
         "tasks": node_page.node_tasks(node, request.GET.get("page")),
         "waiting": node_page.waiting_failures(node, figures),
         "usage_fresh": node_page.usage_fresh(node, timezone.now()),
+        "shards": node_shards(node.name),
     })

@@ -1,7 +1,9 @@
 """Export and import are inverse: every job the JSON API accepts exports to a Volcano batch Job
 that imports back to the same job (names, per-task requests, node selectors, tolerations,
-affinity, priorities), property-tested over generated jobs; plus the two-template job of the
-issue that exported as one task."""
+affinity, priorities, scheduler name), property-tested over generated jobs; plus the
+two-template job of the issue that exported as one task; and every NodeShard the API accepts
+exports to a shard.volcano.sh NodeShard that imports back to the same shard (and re-imported as
+it is, changes nothing)."""
 
 from __future__ import annotations
 
@@ -33,7 +35,14 @@ TASK = st.fixed_dictionaries({"name": LABEL, "request": REQUEST}, optional={
     "duration": st.sampled_from([60, 600.5]),
 })
 JOB = st.fixed_dictionaries({"name": LABEL, "queue": st.just("q"),
-                             "tasks": st.lists(TASK, min_size=1, max_size=4, unique_by=lambda t: t["name"])})
+                             "tasks": st.lists(TASK, min_size=1, max_size=4, unique_by=lambda t: t["name"])},
+                            optional={"scheduler_name": st.sampled_from(["volcano", "sched-a", "s.b"])})
+FRACTION = st.sampled_from([0, 0.1, 0.25, 0.5, 1 / 3, 1])
+SHARD = st.fixed_dictionaries({"name": LABEL}, optional={
+    "scheduler_name": LABEL, "mode": st.sampled_from(["hard", "soft"]),
+    "nodes_desired": st.lists(LABEL, max_size=4, unique=True), "min_nodes": st.integers(0, 3),
+    "max_nodes": st.one_of(st.none(), st.integers(0, 5)), "cpu_utilization_min": FRACTION,
+    "cpu_utilization_max": FRACTION})
 
 
 def _tasks(job: Job) -> dict[str, dict]:
@@ -47,6 +56,7 @@ def _tasks(job: Job) -> dict[str, dict]:
 def _job(namespace: str, name: str) -> dict:
     job = Job.objects.select_related("queue", "priority_class").get(namespace=namespace, name=name)
     return {"queue": job.queue.name, "min_member": job.min_member, "tasks": _tasks(job),
+            "scheduler_name": job.scheduler_name,
             "priority_class": job.priority_class.name if job.priority_class_id else None}
 
 
@@ -110,3 +120,51 @@ def test_every_accepted_job_exports_and_imports_back_the_same(staff_client, job)
         assert after == before
     finally:
         Job.objects.filter(namespace="prop").delete()
+
+
+def test_a_scheduler_name_kept_in_an_old_passthrough_still_exports(staff_client):
+    """Jobs imported before schedulerName was a field keep it in the passthrough."""
+    body = {"namespace": "ns", "name": "old", "queue": "q", "tasks": [{"name": "t", "request": {"cpu": "1"}}]}
+    assert staff_client.post("/api/v1/jobs/", body, format="json").status_code == 201
+    Job.objects.filter(name="old").update(passthrough={"kind": "Job", "spec": {"schedulerName": "legacy"}})
+    doc = yaml.safe_load(staff_client.get("/api/v1/manifests/export/?kind=Job").content)
+    assert doc["spec"]["schedulerName"] == "legacy"
+    Job.objects.filter(name="old").update(scheduler_name="sched-a")  # the field wins once set
+    doc = yaml.safe_load(staff_client.get("/api/v1/manifests/export/?kind=Job").content)
+    assert doc["spec"]["schedulerName"] == "sched-a"
+
+
+def _shard(name: str) -> dict:
+    from schedweb.core.models import NodeShard
+
+    row = NodeShard.objects.filter(name=name).values().first()
+    return {k: v for k, v in row.items() if k in (
+        "name", "scheduler_name", "mode", "nodes_desired", "min_nodes", "max_nodes",
+        "cpu_utilization_min", "cpu_utilization_max")}
+
+
+@settings(max_examples=30, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(shard=SHARD)
+def test_every_accepted_node_shard_exports_and_imports_back_the_same(staff_client, shard):
+    from schedweb.core.models import NodeShard
+
+    response = staff_client.post("/api/v1/nodeshards/", {"scheduler_name": shard["name"], **shard},
+                                 format="json")
+    assume(response.status_code == 201)
+    try:
+        before = _shard(shard["name"])
+        exported = staff_client.get("/api/v1/manifests/export/?kind=NodeShard")
+        [doc] = list(yaml.safe_load_all(exported.content))
+        assert (doc["apiVersion"], doc["kind"], doc["spec"]["nodesDesired"]) == (
+            "shard.volcano.sh/v1alpha1", "NodeShard", before["nodes_desired"])
+        again = staff_client.generic("POST", "/api/v1/manifests/import/", exported.content,
+                                     content_type="application/yaml")
+        assert again.json()["node_shards_unchanged"] == [shard["name"]], again.json()
+        NodeShard.objects.all().delete()
+        imported = staff_client.generic("POST", "/api/v1/manifests/import/", exported.content,
+                                        content_type="application/yaml")
+        assert imported.status_code == 200, imported.content
+        assert imported.json()["node_shards_created"] == [shard["name"]]
+        assert _shard(shard["name"]) == before
+    finally:
+        NodeShard.objects.all().delete()

@@ -77,7 +77,7 @@ def test_schema_states_the_input_limits(make_user, client_for):
     assert "topology_spread_constraints" in schemas["TaskInput"]["properties"]
 
 
-RESOURCE_TAGS = {"queues", "jobs", "tasks", "nodes", "priority-classes", "namespace-quotas",
+RESOURCE_TAGS = {"queues", "jobs", "tasks", "nodes", "nodeshards", "priority-classes", "namespace-quotas",
                  "scheduler-config", "cycles", "manifests", "audit", "tokens", "me"}
 
 
@@ -105,7 +105,8 @@ def test_operations_are_tagged_by_resource_with_summaries(make_user, client_for)
         assert tags[key] == [tag], key
     # The tag list, in the order Swagger UI shows it, each with a description.
     assert [t["name"] for t in schema["tags"]] == [
-        "queues", "jobs", "tasks", "nodes", "priority-classes", "namespace-quotas", "scheduler-config",
+        "queues", "jobs", "tasks", "nodes", "nodeshards", "priority-classes", "namespace-quotas",
+        "scheduler-config",
         "cycles", "manifests", "audit", "tokens", "me"]
     assert all(t["description"] for t in schema["tags"])
     summaries = {(method, path): op.get("summary") for path, method, op in _operations(schema)}
@@ -115,6 +116,8 @@ def test_operations_are_tagged_by_resource_with_summaries(make_user, client_for)
         ("get", "/api/v1/jobs/{id}/"): "Get a job", ("post", "/api/v1/jobs/{id}/cancel/"): "Cancel a job",
         ("delete", "/api/v1/jobs/{id}/"): "Cancel a job (the same as POST .../cancel/)",
         ("patch", "/api/v1/nodes/{name}/"): "Update a node",
+        ("get", "/api/v1/nodeshards/"): "List NodeShards",
+        ("delete", "/api/v1/nodeshards/{name}/"): "Delete a NodeShard",
         ("put", "/api/v1/queues/{name}/"): "Replace a queue",
         ("delete", "/api/v1/priority-classes/{name}/"): "Delete a priority class",
         ("get", "/api/v1/audit/"): "List audit entries", ("get", "/api/v1/audit/{id}/"): "Get an audit entry",

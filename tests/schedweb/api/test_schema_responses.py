@@ -31,6 +31,7 @@ def cluster(make_user, client_for):
     make_queue("leaf", team, guarantee={"cpu": "1"})
     make_node("n0", cpu="4", memory="8Gi")
     services.priority_class_create(name="high", value=1000, actor=staff)
+    services.node_shard_create(name="shard-a", scheduler_name="sched-a", nodes_desired=["n0"], actor=staff)
     services.namespace_quota_set(namespace="ns", hard={"cpu": "8", "memory": "16Gi"}, actor=staff)
     job = job_submit(namespace="ns", name="run", queue=services_queue("leaf"), min_member=1, tasks=[
         {"name": "run-0", "request": {"cpu": "1", "memory": "1Gi"}, "duration": 600,
@@ -50,7 +51,8 @@ def cluster(make_user, client_for):
         "/api/v1/jobs/{id}/": {"id": job.pk}, "/api/v1/jobs/{id}/forecast/": {"id": job.pk},
         "/api/v1/jobs/{id}/placements/": {"id": job.pk},
         "/api/v1/namespace-quotas/{namespace}/": {"namespace": "ns"},
-        "/api/v1/nodes/{name}/": {"name": "n0"}, "/api/v1/priority-classes/{name}/": {"name": "high"},
+        "/api/v1/nodes/{name}/": {"name": "n0"}, "/api/v1/nodeshards/{name}/": {"name": "shard-a"},
+        "/api/v1/priority-classes/{name}/": {"name": "high"},
         "/api/v1/queues/{name}/": {"name": "leaf"}, "/api/v1/queues/{name}/history/": {"name": "leaf"},
         "/api/v1/tasks/{id}/": {"id": task.pk},
     }

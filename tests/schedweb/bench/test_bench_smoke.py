@@ -6,25 +6,12 @@ from collections import Counter, defaultdict
 
 import psycopg
 import pytest
-from django.db import connection
 
 from scheduler_core.bench.generator import generate
 from scheduler_core.bench.snapshot import conf_of, to_snapshot
 from scheduler_core.scheduler import run_session
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def pg() -> psycopg.Connection:
-    """A raw psycopg connection to the test database (the bench's own loader and floors use one)."""
-    if connection.vendor != "postgresql":
-        pytest.skip("the database benchmark needs PostgreSQL")
-    s = connection.settings_dict
-    conn = psycopg.connect(dbname=s["NAME"], user=s["USER"], password=s["PASSWORD"] or None,
-                           host=s["HOST"] or None, port=s["PORT"] or None)
-    yield conn
-    conn.close()
 
 
 def test_one_db_cycle_matches_the_in_memory_session(pg: psycopg.Connection) -> None:

@@ -73,13 +73,21 @@ pytestmark = pytest.mark.slow  # one crawl of ~90 pages
 
 
 def test_no_broken_link_and_every_name_is_a_link(cycled, client_as):
-    """One crawl for both checks (each page fetched once)."""
+    """One crawl for both checks (each page fetched once). Two NodeShards over the demo's nodes
+    (one using a node it no longer desires) give the shard pages something to link."""
+    from schedweb.core import services
+
+    names = sorted(Node.objects.values_list("name", flat=True))
+    shard = services.node_shard_create(name="shard-a", scheduler_name="sched-a", nodes_desired=names[:2])
+    services.node_shard_set_in_use(shard=shard, nodes=names[1:3])
+    services.node_shard_create(name="shard-b", scheduler_name="sched-b", mode="soft",
+                               nodes_desired=names[3:4])
     status, parsed = _crawl(client_as(cycled["staff"]))
     assert {url: code for url, code in status.items() if code not in (200, 301, 302)} == {}
     # The crawl reached every kind of page (each demo object has its own).
     reached = {urlsplit(url).path for url in parsed}
     for path in ("/", "/queues/", "/jobs/", "/jobs/pending/", "/jobs/mine/", "/nodes/", "/mine/", "/audit/",
-                 "/tokens/"):
+                 "/tokens/", "/shards/", "/shards/shard-a/", "/shards/shard-b/"):
         assert path in reached, path
     assert reached >= {f"/nodes/{n}/" for n in Node.objects.values_list("name", flat=True)}
     assert reached >= {f"/queues/{q}/" for q in Queue.objects.values_list("name", flat=True)}

@@ -4,25 +4,12 @@ from __future__ import annotations
 
 import psycopg
 import pytest
-from django.db import connection
 from django.utils import timezone
 
 from schedweb.core.models import Job, Task
 
 pytestmark = pytest.mark.django_db(transaction=True)
 BASES = ("declared", "history", "unknown", "beyond_horizon", "never")
-
-
-@pytest.fixture
-def pg() -> psycopg.Connection:
-    """A raw psycopg connection to the test database (the bench's loader uses one)."""
-    if connection.vendor != "postgresql":
-        pytest.skip("the database benchmark needs PostgreSQL")
-    s = connection.settings_dict
-    conn = psycopg.connect(dbname=s["NAME"], user=s["USER"], password=s["PASSWORD"] or None,
-                           host=s["HOST"] or None, port=s["PORT"] or None)
-    yield conn
-    conn.close()
 
 
 def test_durations_are_declared_per_job(pg: psycopg.Connection) -> None:
