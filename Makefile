@@ -53,6 +53,7 @@ bench: services venv
 		DEBIAN_FRONTEND=noninteractive apt-get install -y wrk || echo "bench: no wrk: Python clients load the API"; }
 	$(PY) -m scheduler_core.bench.session_bench
 	BENCH_DATABASE_URL=$(BENCH_DATABASE_URL) $(PY) -m schedweb.bench.db_bench --split
+	-BENCH_DATABASE_URL=$(BENCH_DATABASE_URL) $(PY) -m schedweb.bench.shard_bench  # 1 leader vs 2 shards, L steady
 	BENCH_DATABASE_URL=$(BENCH_DATABASE_URL) BENCH_REDIS_URL=$(BENCH_REDIS_URL) $(PY) -m schedweb.bench.api_bench
 	BENCH_DATABASE_URL=$(BENCH_DATABASE_URL) $(PY) -m schedweb.bench.submit_bench
 	BENCH_DATABASE_URL=$(BENCH_DATABASE_URL) $(PY) -m schedweb.bench.forecast_bench

@@ -13,8 +13,11 @@ app reuses the loader to import clusters. Rules and defaults beyond the format p
   (the feasible-node search limit: `minimum_feasible_nodes`, `minimum_percentage_nodes_to_find`,
   `percentage_nodes_to_find`; dashes accepted too); the conf may carry them as top-level keys.
 - `sharding:` (optional) is this scheduler's shard view (`framework.sharding.Sharding`: `mode`
-  none | hard | soft, `shard_name`, `nodes_in_shard` naming listed nodes, each once), passed to
-  the session; `simulate --json` shows it with the placements outside the shard.
+  none | hard | soft, `shard_name`, `nodes_in_shard` naming listed nodes, each once;
+  `scheduler_name`, default volcano, and `schedulers`, every shard's scheduler name), passed to
+  the session; `simulate --json` shows it with the placements outside the shard. A job's
+  `scheduler_name` (default volcano) routes it (`framework.sharding.responsible`): the jobs of
+  another instance are `foreign_jobs`.
 - Job defaults: namespace `default`, queue `default` (must exist), min_member 1, priority
   from `priority_class` (else 0). Task defaults: priority = explicit `priority`, else the task's
   `priority_class`, else the job's; preemption policy from the same class; `preemptable` from
@@ -43,7 +46,7 @@ from typing import Any
 
 from scheduler_core.framework.conf import DEFAULT_CONF, ConfError, SchedulerConf, parse_conf
 from scheduler_core.framework.node_search import parse_options
-from scheduler_core.framework.sharding import MODES, NONE, Sharding
+from scheduler_core.framework.sharding import DEFAULT_SCHEDULER, MODES, NONE, Sharding, foreign_of
 from scheduler_core.model import (
     OCCUPYING_STATUSES,
     ClusterSnapshot,
@@ -159,7 +162,7 @@ def load_scenario(path_or_text: str | os.PathLike[str], *, filename: str | None 
     snapshot = ClusterSnapshot.build(
         nodes=nodes, queues=queues, jobs=jobs, priority_classes=priority_classes.values(), now=now)
     _add_namespaces(ctx, top, snapshot)
-    sharding = _read_sharding(ctx, top, snapshot)
+    sharding = _read_sharding(ctx, top, snapshot, reader.job_schedulers)
     expect = None
     if top.has("expect"):
         expect = parse_expect(ctx, top.data["expect"], ("expect",), snapshot)
@@ -254,12 +257,16 @@ def _read_conf_block(ctx: Ctx, top: Obj) -> SchedulerConf:
         raise ctx.error(cfg_path, "; ".join(exc.problems), line_path=line_path) from None
 
 
-def _read_sharding(ctx: Ctx, top: Obj, snapshot: ClusterSnapshot) -> Sharding | None:
+def _read_sharding(ctx: Ctx, top: Obj, snapshot: ClusterSnapshot,
+                   job_schedulers: dict[str, str]) -> Sharding | None:
     """The `sharding:` block: mode (default none), shard_name, nodes_in_shard (known, distinct
-    node names); None when the key is absent."""
-    if not top.has("sharding"):
+    node names), scheduler_name (default volcano) and schedulers (every shard's scheduler name;
+    default [scheduler_name] unless that is volcano); None when the key is absent. The jobs
+    another instance places (`job_schedulers`: uid -> the name a job gives) become foreign."""
+    if not top.has("sharding"):  # the default instance, no shard: every job is its own
         return None
-    o = Obj(ctx, top.data["sharding"], ("sharding",), ("mode", "shard_name", "nodes_in_shard"))
+    o = Obj(ctx, top.data["sharding"], ("sharding",),
+            ("mode", "shard_name", "nodes_in_shard", "scheduler_name", "schedulers"))
     mode = o.choice("mode", MODES, NONE)
     shard_name = o.text("shard_name", "")
     names: list[str] = []
@@ -271,7 +278,19 @@ def _read_sharding(ctx: Ctx, top: Obj, snapshot: ClusterSnapshot) -> Sharding | 
         if name in names:
             raise ctx.error(path, f"node {name!r} listed twice")
         names.append(name)
-    return Sharding(mode, shard_name, frozenset(names))
+    ours = o.text("scheduler_name", DEFAULT_SCHEDULER)
+    if not ours:
+        raise o.err("scheduler_name", "expected a non-empty scheduler name")
+    schedulers: list[str] = [] if ours == DEFAULT_SCHEDULER else [ours]
+    if o.has("schedulers"):
+        schedulers = []
+        for path, name in o.items("schedulers"):
+            if not isinstance(name, str) or not name:
+                raise ctx.error(path, f"expected a scheduler name, got {name!r}")
+            schedulers.append(name)
+    foreign = foreign_of({uid: job_schedulers.get(uid, DEFAULT_SCHEDULER) for uid in snapshot.jobs},
+                         ours, schedulers)
+    return Sharding(mode, shard_name, frozenset(names), ours if o.has("scheduler_name") else "", foreign)
 
 
 def _read_priority_classes(ctx: Ctx, top: Obj) -> dict[str, PriorityClassInfo]:

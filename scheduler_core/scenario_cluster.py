@@ -27,7 +27,7 @@ NODE_KEYS = ("name", "allocatable", "labels", "taints", "unschedulable", "usage"
 QUEUE_KEYS = ("name", "parent", "weight", "priority", "state", "reclaimable", "annotations",
               "capability", "deserved", "guarantee")
 JOB_KEYS = ("name", "namespace", "queue", "min_member", "min_task_member", "min_resources", "phase",
-            "priority_class", "preemptable", "created", "sla_waiting_time", "tasks")
+            "priority_class", "preemptable", "created", "sla_waiting_time", "tasks", "scheduler_name")
 TASK_KEYS = ("name", "role", "request", "status", "node", "priority_class", "priority",
              "preemption_policy", "preemptable", "labels", "node_selector", "tolerations", "affinity",
              "topology_spread_constraints", "nominated_node", "duration", "started")
@@ -48,6 +48,8 @@ class ClusterReader:
         self.ctx, self.top, self.priority_classes = ctx, top, priority_classes
         self.node_names: set[str] = set()
         self.queue_names: set[str] = set()
+        # Job uid -> the scheduler it names (`scheduler_name`, only the jobs that set one).
+        self.job_schedulers: dict[str, str] = {}
 
     # -- nodes -------------------------------------------------------------------------------
     def nodes(self) -> list[NodeInfo]:
@@ -148,6 +150,11 @@ class ClusterReader:
                 raise self.ctx.error((*path, "queue"), f"unknown queue {queue!r}",
                                      line_path=(*path, "queue") if o.has("queue") else path)
             pc = self._priority_class(o, "priority_class")
+            if o.has("scheduler_name"):
+                scheduler = o.text("scheduler_name")
+                if not scheduler:
+                    raise o.err("scheduler_name", "expected a non-empty scheduler name")
+                self.job_schedulers[uid] = scheduler
             task_min: dict[str, int] = {}
             for role, n in (o.mapping("min_task_member") or {}).items():
                 if isinstance(n, bool) or not isinstance(n, int) or n < 0:

@@ -72,7 +72,7 @@ def run_session_isolated(build: Callable[[], ClusterSnapshot], conf: SchedulerCo
                          attempts: int = 4, *, record_scores: bool | int | None = None,
                          node_scan: NodeScan | None = None,
                          work_budget: int | None = None,
-                         sharding: Sharding | None = None,
+                         sharding: Sharding | Callable[[ClusterSnapshot], Sharding | None] | None = None,
                          kept: KeptState | bool | None = None) -> tuple[ClusterSnapshot, SessionResult]:
     """run_session on `build()`; when a job's failure could not be undone inside the session
     (SessionJobError), run again on a fresh `build()` with that job set aside from the start.
@@ -81,7 +81,8 @@ def run_session_isolated(build: Callable[[], ClusterSnapshot], conf: SchedulerCo
     The last attempt's error propagates: something other than one job is wrong.
     `record_scores`, `node_scan`, `work_budget`, `sharding` and `kept` as for run_session (a
     retry starts from the index the failed attempt started from; a KeptState checks itself
-    against the snapshot, so the retry's fresh one is safe with it).
+    against the snapshot, so the retry's fresh one is safe with it). `sharding` may also be a
+    callable, asked after each build (a caller whose routing reads what the build loaded).
     """
     aside: dict[str, JobError] = {}
     start = node_scan.next_index if node_scan is not None else 0
@@ -91,9 +92,10 @@ def run_session_isolated(build: Callable[[], ClusterSnapshot], conf: SchedulerCo
             set_aside(snapshot, uid, error)
         if node_scan is not None:
             node_scan.next_index = start
+        shard = sharding(snapshot) if callable(sharding) else sharding
         try:
             return snapshot, run_session(snapshot, conf, record_scores=record_scores, node_scan=node_scan,
-                                         work_budget=work_budget, sharding=sharding, kept=kept)
+                                         work_budget=work_budget, sharding=shard, kept=kept)
         except SessionJobError as exc:
             if attempt == attempts - 1 or exc.job_uid in aside:
                 raise

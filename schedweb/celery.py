@@ -22,8 +22,14 @@ def setup_beat(sender: Celery, **_: object) -> None:
     from django.conf import settings
 
     period = float(settings.SCHEDULE_PERIOD)
-    sender.add_periodic_task(period, sender.signature("schedweb.scheduling.cycle"),
-                             name="scheduling-cycle", expires=period)
-    shards = float(settings.SHARD_CONTROLLER_PERIOD)
-    sender.add_periodic_task(shards, sender.signature("schedweb.scheduling.shard_controller"),
-                             name="shard-controller", expires=shards)
+    shards = list(getattr(settings, "SCHEDULER_SHARDS", []))
+    if not shards:  # one unsharded instance (queue `scheduler`)
+        sender.add_periodic_task(period, sender.signature("schedweb.scheduling.cycle"),
+                                 name="scheduling-cycle", expires=period)
+    for shard in shards:  # one instance per shard, each on its own queue (its own worker)
+        sender.add_periodic_task(period, sender.signature("schedweb.scheduling.cycle", args=(shard,),
+                                                          queue=f"scheduler-{shard}"),
+                                 name=f"scheduling-cycle-{shard}", expires=period)
+    shards_period = float(settings.SHARD_CONTROLLER_PERIOD)
+    sender.add_periodic_task(shards_period, sender.signature("schedweb.scheduling.shard_controller"),
+                             name="shard-controller", expires=shards_period)

@@ -230,7 +230,10 @@ CELERY_TIMEZONE = "UTC"
 # The cycle goes to its own queue, consumed by one scheduler worker (docker-compose: `worker`,
 # `-Q scheduler --pool=solo`); a worker started without -Q consumes both. One message at a time
 # per worker, so a worker that takes over finds the next cycle rather than a prefetched backlog.
-CELERY_TASK_QUEUES = {"celery": {}, "scheduler": {}}
+# SCHEDULER_SHARDS (comma-separated NodeShard names): beat sends one cycle per shard, to queue
+# `scheduler-<name>` (one worker each: `-Q scheduler-<name>`), instead of the unsharded one.
+SCHEDULER_SHARDS = [s.strip() for s in os.environ.get("SCHEDULER_SHARDS", "").split(",") if s.strip()]
+CELERY_TASK_QUEUES = {"celery": {}, "scheduler": {}, **{f"scheduler-{s}": {} for s in SCHEDULER_SHARDS}}
 CELERY_TASK_ROUTES = {"schedweb.scheduling.cycle": {"queue": "scheduler"}}
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CACHES = {

@@ -212,7 +212,7 @@ def build_reasons(ssn: Session) -> dict[str, Reason]:
     out: dict[str, Reason] = {}
     close = CloseState(ssn, memo=reason_memo.enabled)
     waiting = (TaskStatus.PENDING, TaskStatus.PIPELINED, TaskStatus.ALLOCATED)
-    for uid in sorted(ssn.jobs):
+    for uid in sorted(ssn.own_jobs):
         job = ssn.jobs[uid]
         if uid not in ssn.quarantined:
             idx = job.task_status_index

@@ -61,6 +61,9 @@ class Session(SessionOperations, CallbackRegistry):
         # This scheduler's shard over the rows (framework.sharding): hard mode fails the rows
         # outside it in `predicate`, soft mode orders the actions' candidate groups.
         self.shard = ShardView(sharding, self.node_table)
+        # The jobs the actions place (routing by scheduler name): `jobs` itself unless another
+        # instance's jobs are in the snapshot; theirs count on nodes and in queues, nothing more.
+        self.own_jobs: dict[str, JobInfo] = self.shard.own_jobs(self.jobs)
         self.total_resource = Resource.empty()
         for node in self.node_table.nodes:
             if not node.unschedulable:
@@ -362,7 +365,7 @@ def close_session(ssn: Session) -> SessionResult:
     for task in ssn.placed.values():
         if task.status is TaskStatus.ALLOCATED:
             placed_here[task.job_uid] = placed_here.get(task.job_uid, 0) + 1
-    for uid in sorted(ssn.jobs):
+    for uid in sorted(ssn.own_jobs):
         job = ssn.jobs[uid]
         job.phase = _final_phase(job, placed_here.get(uid, 0))
         res.job_phase[uid] = job.phase.value

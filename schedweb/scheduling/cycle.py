@@ -31,11 +31,13 @@ from scheduler_core.result import FIGURE_NAMES, SessionResult
 from scheduler_core.scheduler import gc_paused, run_session_isolated
 from schedweb.core.models import TERMINAL_JOB_PHASES, UNSCHEDULED_JOB_PHASES, SchedulerConfig, TaskStatus
 from schedweb.scheduling import (
+    commit_check,
     cycle_metrics,
     incremental,
     job_conditions,
     metrics_queues,
     placement_scores,
+    shard_runtime,
     writes,
 )
 from schedweb.scheduling.adapter import LoadedState, figures_json
@@ -101,8 +103,9 @@ class DatabaseUnavailable(Exception):
     gone (the loop backs off and retries; schedweb.scheduling.loop)."""
 
 
-def cycle_run(*, now: datetime | None = None) -> CycleRun:
-    """Run one cycle (or record a skip when another cycle holds the leader lock).
+def cycle_run(*, now: datetime | None = None, shard: str = "") -> CycleRun:
+    """Run one cycle of the instance `shard` ("" = unsharded; shard_runtime) or record a skip
+    when another cycle of that instance holds its leader lock.
 
     Raises DatabaseUnavailable (from the cycle's error) when a failed cycle cannot be recorded.
     """
@@ -113,11 +116,12 @@ def cycle_run(*, now: datetime | None = None) -> CycleRun:
     try:
         # The whole cycle, load included: it builds the snapshot's tens of thousands of objects.
         with gc_paused(), transaction.atomic():
-            if not writes.try_leader_lock():
-                run = CycleRun.objects.create(started=started, skipped=True)
+            incremental.use_shard(shard)  # this instance's kept snapshot
+            if not writes.try_leader_lock(shard_runtime.lock_key(shard)):
+                run = CycleRun.objects.create(started=started, skipped=True, shard=shard)
                 cycle_metrics.record_skip()
                 return run
-            run = _run_locked(started, t0)
+            run = _run_locked(started, t0, shard)
             return run
     except Exception as exc:  # recorded, then the loop goes on: one bad cycle must not stop it
         incremental.forget()  # the kept snapshot holds the rolled-back session's changes
@@ -126,7 +130,7 @@ def cycle_run(*, now: datetime | None = None) -> CycleRun:
         try:
             with transaction.atomic():
                 failed = CycleRun.objects.create(started=started, errors=f"{type(exc).__name__}: {exc}",
-                                                 duration_seconds=time.perf_counter() - t0)
+                                                 duration_seconds=time.perf_counter() - t0, shard=shard)
                 cycle_metrics.record_failure()
         except DatabaseError as record_error:  # nothing to log per cycle: the loop logs the outage
             unavailable = True
@@ -139,8 +143,9 @@ def cycle_run(*, now: datetime | None = None) -> CycleRun:
             cycle_finished.send_robust(sender=cycle_run, run=run)
 
 
-def _run_locked(started: datetime, t0: float) -> CycleRun:
+def _run_locked(started: datetime, t0: float, shard: str = "") -> CycleRun:
     c0 = time.process_time()
+    instance = shard_runtime.resolve(shard)  # the NodeShard rows: lock, shard nodes, routing
     version, conf = active_conf()
     conf, rescheduling_due = with_rescheduling_last_run(conf, started.timestamp())
     loaded: list[LoadedState] = []
@@ -160,29 +165,34 @@ def _run_locked(started: datetime, t0: float) -> CycleRun:
         return loaded[-1].snapshot
 
     with ExitStack() as scoring:  # record_scores left at None: the ambient value build() sets
-        _, result = run_session_isolated(build, conf, node_scan=NODE_SCAN)
-    state = loaded[-1]
-    incremental.settle(state, result)  # what the session changed in memory only goes back
+        _, result = run_session_isolated(build, conf, node_scan=NODE_SCAN,
+                                         sharding=instance.sharding_for if instance.sharded else None)
+    incremental.settle(loaded[-1], result)  # what the session changed in memory only goes back
+    state = shard_runtime.own_state(loaded[-1], instance)  # writes leave other instances' jobs be
     t2, c2 = time.perf_counter(), time.process_time()
     t1 = t0 + load_time[0]
     report_job_errors(result)
+    dropped = commit_check.drop_conflicts(instance, state, result)  # races lost to another shard
     task_changes, task_jobs = _task_changes(state, result)
     job_changes, code_changed, same_code = _job_changes(state, result, started)
     # Every job this cycle writes, before any task row (see writes.lock_jobs: no deadlock with a cancel).
     writes.lock_jobs({c.id for c in job_changes} | task_jobs)
     binds, pipelined, evictions, conflicts, applied = _write_tasks(task_changes, started)
+    conflicts += dropped
     if delay := float(os.environ.get(WRITE_SLEEP_ENV) or 0):
         time.sleep(delay)
     conflicts += _write_jobs(job_changes, code_changed, same_code, started)
     # PodGroup conditions: only those that say something new (their own table, no job row).
     job_conditions.write(job_conditions.changed(state, result))
-    previous = (CycleRun.objects.filter(skipped=False).order_by("-id").values_list("id", flat=True).first())
+    previous = (CycleRun.objects.filter(skipped=False, shard=shard).order_by("-id")
+                .values_list("id", flat=True).first())
     run = CycleRun.objects.create(
         started=started, config_version=version, load_seconds=t1 - t0, schedule_seconds=t2 - t1,
         binds=binds, pipelined=pipelined, evictions=evictions, pending_jobs=len(result.reasons),
         conflicts=conflicts, warnings=state.warnings + list(result.warnings),
         rescheduling_ran=rescheduling_due, job_errors=len(result.job_errors), timing=dict(result.timing),
-        pending_tasks=pending[0], scores_recorded=result.node_scores is not None)
+        pending_tasks=pending[0], scores_recorded=result.node_scores is not None, shard=shard)
+    shard_runtime.write_in_use(instance)
     incremental.finish(run.pk)
     writes.insert_placement_scores(placement_scores.placement_rows(state, result, run.pk, applied))
     # Flat plugins report only queues holding jobs: parents (and idle leaves) get samples too.

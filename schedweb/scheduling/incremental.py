@@ -13,6 +13,10 @@ accounting stay exact. Rows the session changed in memory only (placements, evic
 phases, set-aside jobs) are reset by `settle()`: phases at once, tasks and jobs re-read at the
 next cycle (the cycle's writes come back through the log like anyone's).
 
+Each scheduler instance (shard_runtime: one per shard, "" unsharded) keeps its own snapshot:
+`use_shard(name)` switches to it, and "another process ran a cycle" compares only that
+instance's CycleRuns (another shard's writes come in through the change log like anyone's).
+
 A full load happens at start, when another process ran a cycle since ours (CycleRun ids), when
 the log was pruned past what we need or a tracked table was truncated (the epoch row), every
 SCHEDULER_FULL_RELOAD_EVERY cycles, when the active configuration or the database changes,
@@ -48,7 +52,7 @@ HEAD_SQL = ("SELECT pg_snapshot_xmin(s.snap)::text, "
             "ARRAY(SELECT x::text FROM pg_snapshot_xip(s.snap) AS x), "
             "(SELECT id FROM scheduling_change ORDER BY id DESC LIMIT 1), "
             f"({EPOCH_SQL}), "
-            "(SELECT id FROM scheduling_cyclerun WHERE NOT skipped ORDER BY id DESC LIMIT 1) "
+            "(SELECT id FROM scheduling_cyclerun WHERE NOT skipped AND shard = %s ORDER BY id DESC LIMIT 1) "
             "FROM (SELECT pg_current_snapshot() AS snap) AS s")
 CHANGES_SQL = ("SELECT DISTINCT tbl, row_id, xact::text FROM scheduling_change "
                "WHERE (id > %s OR xact = ANY(%s::xid8[])) AND id <= %s")
@@ -87,6 +91,17 @@ class Cache:
 
 _cache: Cache | None = None
 full_loads = 0  # process-wide count (tests and the benchmark read it)
+_shard = ""  # the instance whose snapshot `_cache` is (use_shard)
+_others: dict[str, Cache | None] = {}  # the other instances' kept snapshots in this process
+
+
+def use_shard(shard: str) -> None:
+    """Make `shard`'s kept snapshot the current one (each instance keeps its own; a process
+    usually runs one, tests alternate two)."""
+    global _cache, _shard
+    if shard != _shard:
+        _others[_shard] = _cache
+        _cache, _shard = _others.pop(shard, None), shard
 
 
 def enabled() -> bool:
@@ -122,7 +137,7 @@ def _thaw() -> int:
 
 def _read_head() -> Head:
     with connection.cursor() as cursor:
-        cursor.execute(HEAD_SQL)
+        cursor.execute(HEAD_SQL, [_shard])
         xmin, running, newest, log, last_run = cursor.fetchone()
         if log is None:  # the row went with a truncate of its own table: start a new epoch
             cursor.execute("INSERT INTO scheduling_changeepoch (id, epoch) VALUES (1, pg_current_xact_id()) "

@@ -2,6 +2,8 @@
 
 `check_invariants()` reads the database (a handful of queries) and reports:
 - nodes whose holding tasks request more than their allocatable in some dimension (or pods);
+- queues whose allocated tasks (Allocated, Binding, Bound, Running, of every leaf under them)
+  request more than their capability in a dimension it names;
 - tasks in an unknown status, holding a node without one, waiting on a node, or alive in a job
   that has finished; jobs in an unknown phase;
 - partial cycles. A cycle writes its decisions with `updated = CycleRun.started` and records its
@@ -25,7 +27,7 @@ from datetime import datetime
 from django.db import connection, transaction
 from django.db.models import Count, Min
 
-from schedweb.core.models import Job, JobPhase, Node, Task, TaskStatus
+from schedweb.core.models import Job, JobPhase, Node, Queue, Task, TaskStatus
 from schedweb.scheduling.adapter import HOLDING_STATUSES
 from schedweb.scheduling.models import CycleRun
 
@@ -74,6 +76,37 @@ def check_nodes() -> list[str]:
             if totals[dim] > limit + EPSILON:
                 out.append(f"node {names[node_id]}: {group} tasks request {dim} {_num(totals[dim])} "
                            f"> allocatable {_num(limit)}")
+    return out
+
+
+ALLOCATED = (TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING)
+
+
+def check_queues() -> list[str]:
+    """Queues whose allocation (their leaves' allocated tasks) exceeds their capability."""
+    rows = list(Queue.objects.values_list("id", "name", "parent_id", "capability"))
+    if not any(r[3] for r in rows):
+        return []
+    per_leaf: dict[int, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    allocated = Task.objects.filter(status__in=ALLOCATED)
+    for queue_id, request in allocated.values_list("job__queue_id", "request"):
+        for dim, amount in (request or {}).items():
+            per_leaf[queue_id][dim] += float(amount)
+    parent = {r[0]: r[2] for r in rows}
+    totals: dict[int, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    for leaf, sums in per_leaf.items():
+        q: int | None = leaf
+        while q is not None:  # every queue up the chain holds the leaf's allocation
+            for dim, amount in sums.items():
+                totals[q][dim] += amount
+            q = parent.get(q)
+    out = []
+    for queue_id, name, _, capability in sorted(rows, key=lambda r: r[1]):
+        for dim, limit in sorted((capability or {}).items()):
+            used = totals[queue_id].get(dim, 0.0)
+            if isinstance(limit, int | float) and used > float(limit) + EPSILON:
+                out.append(f"queue {name}: allocated tasks request {dim} {_num(used)} "
+                           f"> capability {_num(limit)}")
     return out
 
 
@@ -140,17 +173,17 @@ def check_cycles(cycle_statuses: Iterable[str] = CYCLE_STATUSES) -> list[str]:
 
 
 def check_invariants(*, cycle_statuses: Iterable[str] = CYCLE_STATUSES) -> list[str]:
-    """Every violation found (nodes, then tasks and jobs, then cycles); empty when all hold.
+    """Every violation found (nodes, queues, then tasks and jobs, then cycles); empty when all hold.
 
     `cycle_statuses`: statuses only the cycle writes; pass () when agents set Binding themselves.
     """
     if connection.in_atomic_block:  # the caller's transaction already fixes what is seen
-        return check_nodes() + check_tasks() + check_cycles(cycle_statuses)
+        return check_nodes() + check_queues() + check_tasks() + check_cycles(cycle_statuses)
     with transaction.atomic():
         if connection.vendor == "postgresql":
             with connection.cursor() as cursor:
                 cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-        return check_nodes() + check_tasks() + check_cycles(cycle_statuses)
+        return check_nodes() + check_queues() + check_tasks() + check_cycles(cycle_statuses)
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,9 @@ class CycleRun(models.Model):
     # than SCHEDULER_RECORD_SCORES_MAX_PENDING pending tasks).
     pending_tasks = models.PositiveIntegerField(default=0)
     scores_recorded = models.BooleanField(default=False)
+    # The scheduler instance that ran the cycle: its NodeShard's name, "" for the unsharded one
+    # (schedweb.scheduling.shard_runtime); each instance checks only its own runs.
+    shard = models.CharField(max_length=253, blank=True, default="", db_default="")
 
     class Meta:
         ordering = ["-started", "-id"]

@@ -19,12 +19,15 @@ from schedweb.scheduling.models import CycleRun
 logger = logging.getLogger(__name__)
 
 
-def cycle_and_agent() -> dict:
-    """One cycle, then one agent step when SIMULATED_AGENT is on, then a demo arrival when
-    DEMO_ARRIVALS is on and one is due; a summary for logs."""
-    run = cycle_run()
+def cycle_and_agent(shard: str = "") -> dict:
+    """One cycle of the instance `shard` ("" = unsharded), then one agent step when
+    SIMULATED_AGENT is on, then a demo arrival when DEMO_ARRIVALS is on and one is due; a
+    summary for logs."""
+    run = cycle_run(shard=shard)
     out = {"cycle": run.pk, "skipped": run.skipped, "binds": run.binds, "evictions": run.evictions,
            "conflicts": run.conflicts, "errors": run.errors}
+    if shard:
+        out["shard"] = shard
     if settings.SIMULATED_AGENT and not run.skipped:
         try:
             step = agent_step()
@@ -51,9 +54,10 @@ def cycle_and_agent() -> dict:
 
 
 @shared_task(name="schedweb.scheduling.cycle", ignore_result=True)
-def scheduling_cycle() -> dict:
-    """Beat entry point (every SCHEDULE_PERIOD seconds, expires after one period)."""
-    out = cycle_and_agent()
+def scheduling_cycle(shard: str = "") -> dict:
+    """Beat entry point (every SCHEDULE_PERIOD seconds, expires after one period): the unsharded
+    instance on queue `scheduler`, or shard `shard`'s on `scheduler-<shard>` (schedweb.celery)."""
+    out = cycle_and_agent(shard)
     # After the cycle has committed; sent, never run here, and never raises.
     if sent := forecast_task.after_cycle(out, inline=False):
         out["forecast"] = sent

@@ -18,7 +18,7 @@ from typing import Any
 
 from django.db import connection
 
-from schedweb.core.models import Job, Node, Task
+from schedweb.core.models import Job, Node, NodeShard, Task
 from schedweb.scheduling.models import JobReasonHistory, QueueSample, TaskPlacementScores
 
 # Arbitrary constant key of the leader lock (pg_try_advisory_xact_lock takes a bigint).
@@ -31,16 +31,23 @@ def is_postgres() -> bool:
     return connection.vendor == "postgresql"
 
 
-def try_leader_lock() -> bool:
-    """Take the transaction-scoped leader lock; False when another cycle holds it (SQLite: True).
+def try_leader_lock(key: int = LEADER_LOCK_KEY) -> bool:
+    """Take the transaction-scoped leader lock `key` (one per scheduler instance:
+    shard_runtime.lock_key); False when another cycle holds it (SQLite: True).
 
     Must run inside the cycle's transaction: the lock is released at its COMMIT/ROLLBACK.
     """
     if not is_postgres():
         return True  # one process; BEGIN IMMEDIATE already serializes writers
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_try_advisory_xact_lock(%s)", [LEADER_LOCK_KEY])
+        cursor.execute("SELECT pg_try_advisory_xact_lock(%s)", [key])
         return bool(cursor.fetchone()[0])
+
+
+def write_shard_in_use(shard: str, nodes: list[str]) -> None:
+    """Set NodeShard `shard`'s status `nodes_in_use` (the scheduler's status, like the task
+    writes: no service, no version bump)."""
+    NodeShard.objects.filter(name=shard).update(nodes_in_use=nodes)
 
 
 @dataclass(slots=True)

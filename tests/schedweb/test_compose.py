@@ -1,4 +1,5 @@
-"""docker-compose.yml: the five services, their images, commands, healthchecks and wiring."""
+"""docker-compose.yml: the services (a scheduler worker per shard), their images, commands,
+healthchecks and wiring."""
 
 from __future__ import annotations
 
@@ -22,33 +23,35 @@ def _command(service: dict) -> str:
 
 def test_services_and_images(compose):
     services = compose["services"]
-    assert sorted(services) == ["beat", "postgres", "redis", "web", "worker", "worker-background"]
+    assert sorted(services) == ["beat", "postgres", "redis", "web", "worker-a", "worker-b",
+                                "worker-background"]
     assert services["postgres"]["image"] == "postgres:15"
     assert services["redis"]["image"] == "redis:7"
-    assert {services[s]["image"] for s in ("web", "worker", "worker-background", "beat")} == {
+    assert {services[s]["image"] for s in ("web", "worker-a", "worker-b", "worker-background", "beat")} == {
         "python:3.11-slim"}
 
 
 @pytest.mark.parametrize(("service", "expected"), [
     ("web", "gunicorn schedweb.wsgi:application --bind 0.0.0.0:8000"),
-    ("worker", "celery -A schedweb worker"),
+    ("worker-a", "celery -A schedweb worker"),
+    ("worker-b", "celery -A schedweb worker"),
     ("beat", "celery -A schedweb beat"),
 ])
 def test_app_commands(compose, service, expected):
     assert expected in _command(compose["services"][service])
 
 
-def test_the_scheduler_worker_consumes_the_cycle_queue_one_cycle_at_a_time(compose):
-    from django.conf import settings
-
-    command = compose["services"]["worker"]["command"]
+@pytest.mark.parametrize("shard", ["a", "b"])
+def test_each_shard_worker_consumes_its_cycle_queue_one_cycle_at_a_time(compose, shard):
+    service = compose["services"][f"worker-{shard}"]
+    command = service["command"]
     queues = command[command.index("-Q") + 1].split(",")
-    assert settings.CELERY_TASK_ROUTES["schedweb.scheduling.cycle"]["queue"] in queues
     assert "--pool=solo" in command and "--concurrency=1" in command
     node = command[command.index("-n") + 1].split("@")[0]
-    assert f"-d {node}@$$HOSTNAME" in compose["services"]["worker"]["healthcheck"]["test"][1]
+    assert f"-d {node}@$$HOSTNAME" in service["healthcheck"]["test"][1]
     # Background tasks (the forecast) never share the cycle's worker: they would delay cycles.
-    assert queues == ["scheduler"]
+    assert queues == [f"scheduler-{shard}"]
+    assert shard in service["environment"]["SCHEDULER_SHARDS"].split(":-")[1].rstrip("}").split(",")
     background = compose["services"]["worker-background"]["command"]
     assert background[background.index("-Q") + 1] == "celery"
 
@@ -66,12 +69,12 @@ def test_depends_on_wait_for_healthy_dependencies(compose):
     services = compose["services"]
     healthy = {"condition": "service_healthy"}
     assert services["web"]["depends_on"] == {"postgres": healthy, "redis": healthy}
-    for name in ("worker", "beat"):
+    for name in ("worker-a", "worker-b", "beat"):
         assert services[name]["depends_on"] == {"postgres": healthy, "redis": healthy, "web": healthy}
 
 
 def test_environment_wiring(compose):
-    for name in ("web", "worker", "beat"):
+    for name in ("web", "worker-a", "worker-b", "beat"):
         service = compose["services"][name]
         env = service["environment"]
         assert env["DJANGO_SETTINGS_MODULE"] == "schedweb.settings_production"

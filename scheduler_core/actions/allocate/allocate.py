@@ -57,7 +57,7 @@ class AllocateAction(Action):
         """Run allocate over every valid, admitted job."""
         if "enqueue" not in ssn.conf.actions:
             # Without enqueue nobody admits jobs: do it here so they are not stuck.
-            for job in ssn.jobs.values():
+            for job in ssn.own_jobs.values():
                 if job.phase is JobPhase.PENDING:
                     job.phase = JobPhase.INQUEUE
         # Sort keys instead of comparator calls when every order plugin offers one: here only

@@ -38,7 +38,7 @@ class EnqueueAction(Action):
         queue_key, job_key = ssn.queue_order_key(), ssn.job_order_key()
         queues = order_queue(queue_key, ssn.queue_order_fn)
         jobs_by_queue: dict[str, PriorityQueue[JobInfo] | KeyedQueue[JobInfo]] = {}
-        for job in ssn.jobs.values():
+        for job in ssn.own_jobs.values():
             if job.phase is not JobPhase.PENDING or job.queue not in ssn.queues:
                 continue
             if job.uid in ssn.quarantined:

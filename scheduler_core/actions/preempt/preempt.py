@@ -92,7 +92,7 @@ class PreemptAction(Action):
             self._between_jobs(ssn, queue, starving[queue.name])
             self._within_jobs(ssn, starving[queue.name])
         self.vcap.close()
-        victims = ssn.victim_tasks()
+        victims = ssn.shard.own_tasks(ssn.victim_tasks())
         if victims:
             stmt = ssn.statement()
             for task in victims:

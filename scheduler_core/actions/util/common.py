@@ -25,7 +25,7 @@ QUEUE_CODES = frozenset({"QueueClosed", "QueueOverCapability", "QueueOverDeserve
 def active_jobs(ssn: Session, include_pending: bool = False) -> list[JobInfo]:
     """Valid jobs of known queues, in snapshot order; Pending ones only when asked."""
     out = []
-    for job in ssn.jobs.values():
+    for job in ssn.own_jobs.values():
         if job.phase is JobPhase.PENDING and not include_pending:
             continue
         if job.queue not in ssn.queues:

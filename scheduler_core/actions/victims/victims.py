@@ -54,7 +54,7 @@ class VictimIndex:
         self._classes: dict[tuple, int] = {}
         self._ranks: dict[str, dict[str, int] | None] = {}
         index, vector = table.index, table.vector
-        for job in ssn.jobs.values():
+        for job in ssn.own_jobs.values():  # another scheduler's tasks are never our victims
             if not job.preemptable:
                 continue
             rows, vecs = self._parts.setdefault(job.queue, ([], []))

@@ -136,7 +136,7 @@ class GangPlugin(Plugin):
 
         conditions = ssn.result.conditions
         scheduled = PodGroupCondition(SCHEDULED, GANG_READY, "", ssn.now)  # one value, shared
-        for uid in sorted(ssn.jobs):
+        for uid in sorted(ssn.own_jobs):
             job = ssn.jobs[uid]
             if job.is_ready():
                 conditions[uid] = scheduled

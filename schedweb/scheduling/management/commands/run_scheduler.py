@@ -1,4 +1,5 @@
-"""`manage.py run_scheduler [--once]`: the scheduling loop in-process (no broker needed)."""
+"""`manage.py run_scheduler [--once] [--shard NAME]`: the scheduling loop in-process (no broker
+needed), of the unsharded instance or of one shard's (schedweb.scheduling.shard_runtime)."""
 
 from __future__ import annotations
 
@@ -24,10 +25,13 @@ class Command(BaseCommand):
         """--once, --period."""
         parser.add_argument("--once", action="store_true", help="run one cycle and exit")
         parser.add_argument("--period", type=float, default=None, help="seconds between cycles")
+        parser.add_argument("--shard", default="", help="run the instance of this NodeShard (by name)")
 
-    def handle(self, *args: Any, once: bool = False, period: float | None = None, **options: Any) -> None:
+    def handle(self, *args: Any, once: bool = False, period: float | None = None, shard: str = "",
+               **options: Any) -> None:
         """Loop until SIGTERM/SIGINT (--once: one step, whose error is the command's)."""
         period = float(period or settings.SCHEDULE_PERIOD)
+        self._shard = shard
         verbose = options.get("verbosity", 1) > 1
         if once:
             self._report(self._step(), verbose)
@@ -43,9 +47,10 @@ class Command(BaseCommand):
         run_loop(self._step, period, stopped=lambda: stop,
                  report=lambda summary: self._report(summary, verbose))
 
-    @staticmethod
-    def _step() -> dict:
-        summary = cycle_and_agent()
+    _shard = ""
+
+    def _step(self) -> dict:
+        summary = cycle_and_agent(self._shard)
         # No broker here: every FORECAST_EVERY_CYCLES-th cycle the forecast runs in-process,
         # after the cycle has committed (it never raises).
         if forecast := after_cycle(summary, inline=True):
