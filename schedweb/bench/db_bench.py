@@ -23,7 +23,10 @@ processes on a shared machine disturb least. `--split` runs each steady case a s
 tenth of the churn and splits its CPU into what scales with the cluster (the cost of a cycle
 with nothing changed: the intercept of the line through the two cases' task rows read and CPU)
 and what scales with the change (the slope times the rows read): a cycle whose cost is the
-change is about 10x cheaper at a tenth of the churn.
+change is about 10x cheaper at a tenth of the churn. "outside session" is the cycle's wall
+clock less its session's (CycleRun.schedule_seconds): the load, the writes, the commit and what
+runs after it (the prerendered /metrics, the API's prebuild); its CPU is the cycle's less
+`run_session_isolated`'s (which includes the load).
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from typing import Any
 from scheduler_core.bench.generator import SCENARIOS, build_world
 from scheduler_core.bench.report import check_targets, machine, print_table, write_json
 from scheduler_core.bench.session_bench import NO_LIMIT, pct, sample_profile, selected_cases
+from schedweb.bench.db_floors import raw_copy_floor, raw_read_floor, raw_update_floor
 from schedweb.bench.dbdata import bench_url, churn, ensure_database, load_spec, start_bound
 
 DEFAULT_CYCLES = {"fill": 3, "contention": 1, "steady": 30, "backlog": 10}
@@ -98,6 +102,34 @@ class WriteCounter:
         return counted
 
 
+class SessionClock:
+    """The process CPU of each cycle's `run_session_isolated` (the snapshot's load included),
+    so the rest of the cycle's CPU is known (wraps schedweb.scheduling.cycle while in use)."""
+
+    def __init__(self) -> None:
+        self.cpu = 0.0
+
+    def __enter__(self) -> SessionClock:
+        from schedweb.scheduling import cycle
+
+        self._saved = real = cycle.run_session_isolated
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            began = time.process_time()
+            try:
+                return real(*args, **kwargs)
+            finally:
+                self.cpu = time.process_time() - began
+
+        cycle.run_session_isolated = timed
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        from schedweb.scheduling import cycle
+
+        cycle.run_session_isolated = self._saved
+
+
 def case_spec(size: str, scenario: str, seed: int) -> tuple[Any, dict[str, Any]]:
     """The generated world of a case and the spec to load; `.../no-limit` switches the
     feasible-node search limit off in the scenario's configuration (or schedweb's default)."""
@@ -127,64 +159,6 @@ def reset(conn: Any, spec: dict[str, Any]) -> None:
     conn.autocommit = False
 
 
-def raw_read_floor(conn: Any) -> tuple[float, int]:
-    """Re-run the load's own SQL through raw psycopg; (seconds, rows) of the fastest of 3."""
-    from django.db import connection, transaction
-    from django.test.utils import CaptureQueriesContext
-    from django.utils import timezone
-
-    from schedweb.scheduling.adapter import load_state
-
-    with transaction.atomic(), CaptureQueriesContext(connection) as ctx:
-        load_state(timezone.now())
-    sqls = [q["sql"] for q in ctx.captured_queries]
-    best, rows = float("inf"), 0
-    for _ in range(3):
-        t = time.perf_counter()
-        rows = 0
-        with conn.cursor() as cur:
-            for sql in sqls:
-                rows += len(cur.execute(sql).fetchall())
-        conn.rollback()
-        best = min(best, time.perf_counter() - t)
-    return best, rows
-
-
-def raw_copy_floor(conn: Any, rows: int) -> float:
-    """COPY `rows` task-update-sized rows into a temp table and commit; fastest of 3 (seconds)."""
-    best = float("inf")
-    data = [(i, "Binding", i % 1000 + 1, "2026-01-01T00:00:00Z", "", "{}") for i in range(rows)]
-    for _ in range(3):
-        t = time.perf_counter()
-        with conn.cursor() as cur:
-            cur.execute("CREATE TEMP TABLE floor_copy (id bigint, status text, node_id bigint, "
-                        "updated timestamptz, message text, details jsonb) ON COMMIT DROP")
-            with cur.copy("COPY floor_copy FROM STDIN") as cp:
-                for row in data:
-                    cp.write_row(row)
-        conn.commit()
-        best = min(best, time.perf_counter() - t)
-    return best
-
-
-def raw_update_floor(conn: Any, rows: int) -> float:
-    """UPDATE `rows` core_task rows the way a bind does (status, node, `updated`) in one plain
-    statement, rolled back; fastest of 3 (seconds). The database's own cost of the cycle's main
-    write: every index of core_task gets a new entry per row (not a HOT update)."""
-    best = float("inf")
-    ids = [r[0] for r in conn.execute("SELECT id FROM core_task ORDER BY id LIMIT %s", (rows,)).fetchall()]
-    conn.rollback()
-    for _ in range(3):
-        t = time.perf_counter()
-        with conn.cursor() as cur:
-            cur.execute("UPDATE core_task SET status = CASE WHEN status = 'Binding' THEN 'Pending' "
-                        "ELSE 'Binding' END, node_id = COALESCE(node_id, 1), updated = now() "
-                        "WHERE id = ANY(%s)", (ids,))
-        best = min(best, time.perf_counter() - t)
-        conn.rollback()
-    return best
-
-
 def run_case(size: str, scenario: str, seed: int = 1, cycles: int | None = None,
              rate: float = CHURN) -> dict[str, Any]:
     """One case in this process (Django set up by the caller); `rate`: steady's churn per cycle."""
@@ -200,9 +174,9 @@ def run_case(size: str, scenario: str, seed: int = 1, cycles: int | None = None,
 
     from schedweb.scheduling import incremental
 
-    runs, written, walls, applied, cpus = [], [], [], [], []
+    runs, written, walls, applied, cpus, outside_cpus = [], [], [], [], [], []
     full_before = 0
-    with psycopg.connect(bench_url()) as conn, WriteCounter() as counter:
+    with psycopg.connect(bench_url()) as conn, WriteCounter() as counter, SessionClock() as session:
         reset(conn, spec)
         for cycle in range(cycles + (0 if fresh else 1)):
             if fresh and cycle > 0:
@@ -224,6 +198,7 @@ def run_case(size: str, scenario: str, seed: int = 1, cycles: int | None = None,
                 written.append(counter.rows)
                 walls.append(wall)
                 cpus.append(cpu)
+                outside_cpus.append(cpu - session.cpu)
                 applied.append(incremental.stats().get("tasks", 0))
         incremental.forget()  # the floors' full load must not sit beside the kept snapshot (peak RSS)
         read_s, read_rows = raw_read_floor(conn)
@@ -236,6 +211,7 @@ def run_case(size: str, scenario: str, seed: int = 1, cycles: int | None = None,
         return round(pct([getattr(r, field) * 1e3 for r in runs], q), 1)
 
     placed = [r.binds + r.pipelined for r in runs]
+    outside = [wall - r.schedule_seconds for wall, r in zip(walls, runs, strict=True)]
     # The cycle as its caller waits for it: CycleRun's own duration is written inside the
     # transaction, so it leaves out the commit and dropping the snapshot.
     total_s = sum(walls)
@@ -248,6 +224,12 @@ def run_case(size: str, scenario: str, seed: int = 1, cycles: int | None = None,
         "write_ms_p50": ms("write_seconds", 50), "write_ms_p99": ms("write_seconds", 99),
         "cycle_ms_p50": round(pct(walls, 50) * 1e3, 1), "cycle_ms_p99": round(pct(walls, 99) * 1e3, 1),
         "recorded_ms_p50": ms("duration_seconds", 50),
+        # Everything of the cycle but its session (the load, the writes, the commit, the body
+        # of /metrics and the API's prebuild after it): wall, and CPU besides the session's.
+        "outside_ms_p50": round(pct(outside, 50) * 1e3, 1),
+        "outside_ms_p99": round(pct(outside, 99) * 1e3, 1),
+        "outside_cpu_ms_p50": round(pct(outside_cpus, 50) * 1e3, 1),
+        "outside_cpu_ms_p99": round(pct(outside_cpus, 99) * 1e3, 1),
         # The cycle process's own CPU (the database's work is another process's): what other
         # processes on a shared machine change least.
         "cpu_ms_p50": round(pct(cpus, 50) * 1e3, 1), "cpu_ms_p99": round(pct(cpus, 99) * 1e3, 1),
@@ -292,6 +274,8 @@ COLUMNS = [("size", "size"), ("scenario", "scenario"), ("tasks", "tasks"), ("cyc
            ("schedule p50", "schedule_ms_p50"), ("write p50", "write_ms_p50"),
            ("cycle p50", "cycle_ms_p50"), ("cycle p99", "cycle_ms_p99"), ("p99/period", "p99_per_period"),
            ("CPU p50", "cpu_ms_p50"), ("CPU p99", "cpu_ms_p99"), ("write CPU p50", "write_cpu_ms_p50"),
+           ("outside session p50", "outside_ms_p50"), ("outside session p99", "outside_ms_p99"),
+           ("outside CPU p50", "outside_cpu_ms_p50"), ("outside CPU p99", "outside_cpu_ms_p99"),
            ("full loads", "full_loads"), ("task rows read", "task_rows_applied"),
            ("placements/s", "placements_per_s"), ("raw SELECT", "raw_select_ms"),
            ("raw COPY", "raw_copy_ms"), ("raw UPDATE", "raw_update_ms"),

@@ -11,11 +11,13 @@ from __future__ import annotations
 import copy
 import json
 import logging
+import math
 import os
 import time
 import weakref
 from contextlib import ExitStack
 from datetime import datetime, timedelta
+from json.encoder import encode_basestring_ascii  # type: ignore[attr-defined]
 
 from django.conf import settings
 from django.db import DatabaseError, transaction
@@ -33,12 +35,14 @@ from schedweb.scheduling import (
     cycle_metrics,
     incremental,
     job_conditions,
+    metrics_queues,
     placement_scores,
     shard_runtime,
     writes,
 )
 from schedweb.scheduling.adapter import LoadedState, figures_json
 from schedweb.scheduling.default_conf import schedweb_default_conf
+from schedweb.scheduling.metrics import QUEUE_FIGURES
 from schedweb.scheduling.models import CycleRun, QueueSample, TaskPlacementScores
 from schedweb.scheduling.sample_rollup import complete_samples
 from schedweb.scheduling.signals import cycle_finished
@@ -192,7 +196,8 @@ def _run_locked(started: datetime, t0: float, shard: str = "") -> CycleRun:
     incremental.finish(run.pk)
     writes.insert_placement_scores(placement_scores.placement_rows(state, result, run.pk, applied))
     # Flat plugins report only queues holding jobs: parents (and idle leaves) get samples too.
-    writes.insert_samples(complete_samples(_samples(run, result, started), state.snapshot.queues), previous)
+    samples = complete_samples(_samples(run, result, started), state.snapshot.queues)
+    _keep_samples(run.pk, samples, writes.insert_samples(samples, previous))
     t3 = time.perf_counter()
     run.write_seconds, run.duration_seconds = t3 - t2, t3 - t0
     # The write phase's own CPU (job changes, JSON, sending), and the whole cycle's (`cpu_s`):
@@ -346,9 +351,27 @@ def details_text(details: dict, memo: dict[int, tuple[object, str]]) -> str:
                 hit = memo[id(value)] = (value, json.dumps(value, sort_keys=True, default=str))
             text = hit[1]
         else:
-            text = json.dumps(value, default=str)
-        out.append(f"{json.dumps(key)}: {text}")
+            text = _scalar_text(value)
+        out.append(f"{encode_basestring_ascii(key)}: {text}")
     return "{" + ", ".join(out) + "}"
+
+
+_LITERALS = {None: "null", True: "true", False: "false"}
+
+
+def _scalar_text(value: object) -> str:
+    """json.dumps(value, default=str) of a scalar, without building an encoder for it (a reason
+    has a dozen: its code, check, queue, counts)."""
+    kind = value.__class__
+    if kind is str:
+        return encode_basestring_ascii(value)
+    if kind is int:
+        return int.__repr__(value)
+    if kind is float and math.isfinite(value):
+        return float.__repr__(value)
+    if value is None or kind is bool:
+        return _LITERALS[value]
+    return json.dumps(value, default=str)
 
 
 def _write_jobs(changes: list[writes.JobChange], code_changed: set[int], same_code: list[int],
@@ -360,6 +383,14 @@ def _write_jobs(changes: list[writes.JobChange], code_changed: set[int], same_co
     writes.write_reason_history([c for c in written if c.id in code_changed], same_code, now,
                                 reworded=[c for c in written if c.code and c.id not in code_changed])
     return len(changes) - len(applied)
+
+
+def _keep_samples(cycle_id: int, samples: list[QueueSample], stored: list[dict[str, object]]) -> None:
+    """Once committed, the samples as the render of /metrics after the cycle would read them
+    back (metrics_queues.KEPT: it then reads no sample row)."""
+    rows = [(s.queue, s.share, s.weight, s.overused, *(values[f] for f in QUEUE_FIGURES))
+            for s, values in zip(samples, stored, strict=True)]
+    transaction.on_commit(lambda: metrics_queues.KEPT.keep(cycle_id, rows))
 
 
 def _samples(run: CycleRun, result: SessionResult, now: datetime) -> list[QueueSample]:

@@ -51,6 +51,7 @@ PLUGIN_KEY = re.compile(r"^plugin_(?P<plugin>.+)_(?P<when>open|close)_s$")
 # A job with a task in one of these before the cycle had started already: not its first bind.
 COMPLETED = JobPhase.COMPLETED.value
 PREEMPTION_ATTEMPTS_KEY = "preemption_attempts"  # SessionResult.counters (the preempt action)
+_UNSCHEDULED = frozenset(str(phase) for phase in UNSCHEDULED_JOB_PHASES)  # plain text: a hash lookup
 STARTED_BEFORE = frozenset({TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING,
                             TaskStatus.RELEASING, TaskStatus.SUCCEEDED, TaskStatus.FAILED})
 
@@ -68,13 +69,10 @@ def record_session(run: CycleRun, state: LoadedState, result: SessionResult, app
 def scheduled_jobs(state: LoadedState, result: SessionResult) -> list[JobInfo]:
     """The snapshot's jobs still to schedule: not stored finished, cancelled or suspended (such a
     job is loaded only while a task of it holds a node), nor completed by this session."""
-    out = []
-    for uid, job in state.snapshot.jobs.items():
-        row = state.jobs.get(uid)
-        stored_active = row is None or row.phase not in UNSCHEDULED_JOB_PHASES
-        if stored_active and result.job_phase.get(uid) != COMPLETED:
-            out.append(job)
-    return out
+    rows, phases = state.jobs, result.job_phase
+    return [job for uid, job in state.snapshot.jobs.items()
+            if ((row := rows.get(uid)) is None or row.phase not in _UNSCHEDULED)
+            and phases.get(uid) != COMPLETED]
 
 
 def record_cycle(run: CycleRun, task_waits_ms: Iterable[float] = (),

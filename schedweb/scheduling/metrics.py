@@ -22,15 +22,20 @@ seven, none of them over the cycle history. /metrics itself serves the body the 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 
+from django.db import connection
 from django.db.models import Count
 from django.utils import timezone
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
 
 from schedweb.core.models import TERMINAL_JOB_PHASES, Job, JobPhase, Queue, Task, TaskStatus
-from schedweb.scheduling import metric_totals, metrics_jobs, metrics_latency
+from schedweb.scheduling import metric_totals, metrics_jobs, metrics_latency, metrics_queues
+from schedweb.scheduling.metrics_text import escape_label_value, exposition
 from schedweb.scheduling.models import CycleRun, QueueSample
 
 QUEUE_FIGURES = ("allocated", "deserved", "request", "capability", "real_capability", "guarantee",
@@ -145,26 +150,126 @@ class SchedulerCollector(Collector):
 def collect_families(now: datetime | None) -> tuple[list[Metric], datetime | None]:
     """(every family, the newest successful cycle's start) in seven queries; `now` None leaves
     the last cycle's age without a sample (metrics_body adds it when it serves the body)."""
+    found = _read()
+    out = list(_queue_families(found.samples, found.pod_groups, found.queue_names))
+    return out + _other_families(found, now), found.last[1] if found.last else None
+
+
+def collect_text() -> tuple[str, datetime | None]:
+    """(the exposition of every family but the last cycle's age, the newest successful cycle's
+    start): collect_families' bytes, the queue families written by metrics_queues (each queue's
+    lines again only when its sample changed; the samples this process's cycle kept, if it ran
+    the newest one)."""
+    found = _read()
+    text = _queue_text(found.samples, found.pod_groups, found.queue_names)
+    rest = (f for f in _other_families(found, None) if f.name != LAST_CYCLE_AGE)
+    return text + exposition(rest).decode("utf-8"), found.last[1] if found.last else None
+
+
+@dataclass
+class _Found:
+    """What the families are made of (collect_families' queries)."""
+
+    last: tuple | None
+    samples: list[tuple]
+    pod_groups: dict[tuple[str, str], int]
+    queue_names: list[str]
+    pending: list[tuple[str, int]]
+    unscheduled: list[tuple[str, str, int]]
+
+
+# The newest METRICS_JOB_SERIES_MAX waiting jobs with tasks to place and how many: one hash
+# aggregate of the waiting tasks joined to the jobs (the ORM's GROUP BY over the join sorted every
+# waiting task by its job's name first). (namespace, name) is unique: no two jobs group together.
+UNSCHEDULED_SQL = (
+    "SELECT j.namespace, j.name, c.n FROM {job} j JOIN (SELECT job_id, count(*) AS n FROM {task} "
+    "WHERE status = ANY(%s) GROUP BY job_id) c ON c.job_id = j.id "
+    "WHERE NOT (j.phase = ANY(%s)) AND j.reason_code <> '' "
+    "ORDER BY j.created DESC, j.namespace, j.name LIMIT %s")
+
+
+def _name_order(names: list[str]) -> list[str]:
+    """Names (of queues, reason codes) as the database orders text (its collation; SQLite:
+    binary), as an ORDER BY of the column would."""
+    if connection.vendor != "postgresql":
+        return sorted(names)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT array_agg(q ORDER BY q) FROM unnest(%s::text[]) AS q", [names])
+        return list(cursor.fetchone()[0] or [])
+
+
+def _read() -> _Found:
     last = (CycleRun.objects.filter(skipped=False, errors="").order_by("-id")
             .values_list("id", "started", "job_errors", "evictions").first())
-    samples = list(QueueSample.objects.filter(cycle_id=last[0]).values_list(
-        "queue", "share", "weight", "overused", *QUEUE_FIGURES)) if last else []
-    pod_groups = {(queue, phase): n for queue, phase, n in Job.objects.values_list(
-        "queue__name", "phase").annotate(n=Count("id")).order_by()}
-    queue_names = list(Queue.objects.order_by("name").values_list("name", flat=True))
-    out = list(_queue_families(samples, pod_groups, queue_names))
+    samples = metrics_queues.KEPT.rows_of(last[0], _name_order) if last else []
+    if samples is None:
+        samples = list(QueueSample.objects.filter(cycle_id=last[0]).values_list(
+            "queue", "share", "weight", "overused", *QUEUE_FIGURES))
+    queues = dict(Queue.objects.order_by("name").values_list("id", "name"))
+    # One scan of the jobs for both the pod groups by queue and phase and the waiting jobs by
+    # reason code (each of its own GROUP BY before).
+    groups = list(Job.objects.values_list("queue_id", "phase", "reason_code").annotate(n=Count("id"))
+                  .order_by())
+    pod_groups: dict[tuple[str, str], int] = {}
+    by_code: dict[str, int] = {}
+    for queue_id, phase, code, n in groups:
+        if code and phase not in TERMINAL_JOB_PHASES:
+            by_code[code] = by_code.get(code, 0) + n
+        name = queues.get(queue_id)
+        if name is not None:
+            pod_groups[(name, phase)] = pod_groups.get((name, phase), 0) + n
+    if any(queue_id not in queues for queue_id, *_ in groups):  # a queue created since it was read
+        pod_groups = {(queue, phase): n for queue, phase, n in Job.objects.values_list(
+            "queue__name", "phase").annotate(n=Count("id")).order_by()}
+    pending = [(code, by_code[code]) for code in _name_order(list(by_code))]
     waiting = Job.objects.exclude(phase__in=TERMINAL_JOB_PHASES).exclude(reason_code="")
-    pending = list(waiting.values_list("reason_code").annotate(n=Count("id")).order_by("reason_code"))
-    # Per-job series like metrics_jobs': the newest METRICS_JOB_SERIES_MAX waiting jobs.
-    newest = (Task.objects.filter(status__in=(TaskStatus.PENDING, TaskStatus.PIPELINED), job__in=waiting)
-              .values_list("job__namespace", "job__name", "job__created").annotate(n=Count("id"))
-              .order_by("-job__created", "job__namespace", "job__name")[:metrics_jobs.series_max()])
-    unscheduled = sorted((namespace, name, n) for namespace, name, _, n in newest)
-    out += _scheduler_families(last, pending, unscheduled)
+    statuses = (TaskStatus.PENDING, TaskStatus.PIPELINED)
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(UNSCHEDULED_SQL.format(job=Job._meta.db_table, task=Task._meta.db_table),
+                           [list(statuses), list(TERMINAL_JOB_PHASES), metrics_jobs.series_max()])
+            newest = cursor.fetchall()
+    else:
+        newest = [(namespace, name, n) for namespace, name, _, n in (
+            Task.objects.filter(status__in=statuses, job__in=waiting)
+            .values_list("job__namespace", "job__name", "job__created").annotate(n=Count("id"))
+            .order_by("-job__created", "job__namespace", "job__name")[:metrics_jobs.series_max()])]
+    return _Found(last, samples, pod_groups, list(queues.values()), pending, sorted(newest))
+
+
+def _other_families(found: _Found, now: datetime | None) -> list[Metric]:
+    """Every family after the queue ones."""
+    last = found.last
+    out = list(_scheduler_families(last, found.pending, found.unscheduled))
     out += metrics_latency.families(metric_totals.read())
     out += metrics_jobs.families(metrics_jobs.SERIES.rows_of(last[0] if last else None))
-    out += _own_gauges(last, pending, now)
-    return out, last[1] if last else None
+    out += _own_gauges(last, found.pending, now)
+    return out
+
+
+@lru_cache(maxsize=1)
+def _queue_headers() -> tuple[tuple[str, str], ...]:
+    """(name, HELP and TYPE lines) of each queue family, in _queue_families' order."""
+    return tuple((f.name, exposition([f]).decode("utf-8")) for f in _queue_families([], {}, []))
+
+
+_QUEUE_TEXT = metrics_queues.QueueText(QUEUE_FIGURES, QUEUE_METRICS, UNITS, NOT_SCALARS, LIMIT, SET, ZERO)
+
+
+def _queue_text(samples: list[tuple], pod_groups: dict[tuple[str, str], int], queue_names: list[str]) -> str:
+    """exposition(_queue_families(...)), written directly (metrics_queues)."""
+    lines = _QUEUE_TEXT.samples_text(samples)
+    labels = [f'{{queue_name="{escape_label_value(queue)}"}}' for queue in queue_names]
+    counts = {f"volcano_queue_pod_group_{phase}_count": stored for phase, stored in POD_GROUP_PHASES}
+    out = []
+    for name, header in _queue_headers():
+        out.append(header)
+        if (stored := counts.get(name)) is None:
+            out.append(lines.get(name, ""))
+            continue
+        out.extend(f"{name}{label} {floatToGoString(pod_groups.get((queue, stored), 0))}\n"
+                   for queue, label in zip(queue_names, labels, strict=True))
+    return "".join(out)
 
 
 def _own_gauges(last: tuple | None, pending: list[tuple[str, int]], now: datetime | None) -> Iterator[Metric]:

@@ -31,7 +31,7 @@ from django.utils import timezone
 from prometheus_client.core import GaugeMetricFamily
 
 from schedweb.scheduling import metrics_body_file
-from schedweb.scheduling.metrics import LAST_CYCLE_AGE, LAST_CYCLE_AGE_HELP, collect_families
+from schedweb.scheduling.metrics import LAST_CYCLE_AGE, LAST_CYCLE_AGE_HELP, collect_text
 from schedweb.scheduling.metrics_text import exposition
 from schedweb.scheduling.models import CycleRun, MetricsBody
 
@@ -54,8 +54,7 @@ def stale_after() -> float:
 
 def render() -> tuple[str, datetime | None]:
     """(the exposition without the last cycle's age, the newest successful cycle's start)."""
-    families, last_success = collect_families(None)
-    return exposition(f for f in families if f.name != LAST_CYCLE_AGE).decode("utf-8"), last_success
+    return collect_text()
 
 
 def refresh() -> bool:

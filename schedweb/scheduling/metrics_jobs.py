@@ -24,6 +24,7 @@ creation) get series, so the render stays cheap with tens of thousands of jobs.
 from __future__ import annotations
 
 import heapq
+import operator
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
@@ -76,23 +77,28 @@ class JobSeries:
                bound_jobs: Iterable[str], now: float) -> None:
         """A successful cycle at `now` (unix seconds): its id, its snapshot's jobs still to
         schedule, its result and the jobs whose tasks it bound (and wrote)."""
-        live = {job.uid: job for job in jobs}
-        keys = {uid: (uid, job.created) for uid, job in live.items()}
+        # One pass over the jobs (tens of thousands: no per-job lambda, no second dict of them).
+        first, kept, bound, stamped = self.first, {}, set(bound_jobs), []
+        live = list(jobs)
+        for job in live:
+            key = (job.uid, job.created)
+            kept[key] = first.get(key, now)
+            if job.uid in bound:
+                stamped.append(key)
         # Jobs gone (finished, deleted) are forgotten, as upstream deletes them with the job.
-        self.first = {key: self.first.get(key, now) for key in keys.values()}
-        self.last = {key: t for key, t in self.last.items() if key in self.first}
-        for uid in bound_jobs:
-            if uid in keys:
-                self.last[keys[uid]] = now
+        self.first = kept
+        self.last = {key: t for key, t in self.last.items() if key in kept}
+        for key in stamped:
+            self.last[key] = now
         shares = result.job_gauges.get(SHARE, {})
-        newest = heapq.nlargest(series_max(), live.values(), key=lambda j: (j.created, j.uid))
+        newest = heapq.nlargest(series_max(), live, key=_NEWEST)
         rows = []
         for job in newest:
-            key = keys[job.uid]
+            key = (job.uid, job.created)
             last = self.last.get(key)
             duration = max(0.0, (last - job.created) * 1e3) if last is not None and job.created > 0 else None
             rows.append(JobRow(job.namespace, job.name, job.queue, shares.get(job.uid),
-                               self.first[key], last, duration))
+                               kept[key], last, duration))
         self.rows, self.cycle_id = rows, cycle_id
 
     def rows_of(self, cycle_id: int | None) -> list[JobRow]:
@@ -102,6 +108,7 @@ class JobSeries:
 
 
 SERIES = JobSeries()
+_NEWEST = operator.attrgetter("created", "uid")  # newest first; the uid breaks ties
 
 
 @lru_cache(maxsize=65536)
@@ -109,6 +116,10 @@ def _label_text(names: tuple[str, ...], values: tuple[str, ...]) -> str:
     """`{a="x",b="y"}` with the names sorted, as prometheus_client writes labels."""
     pairs = sorted(zip(names, values, strict=True))
     return "{" + ",".join(f'{k}="{escape_label_value(v)}"' for k, v in pairs) + "}"
+
+
+# (family name, label names) -> (label values, value) -> the series' line, of the last render.
+_LINES: dict[tuple[str, tuple[str, ...]], dict[tuple[tuple[str, ...], float], str]] = {}
 
 
 class JobGaugeFamily(Metric):
@@ -136,10 +147,21 @@ class JobGaugeFamily(Metric):
         pass  # Metric.__init__ sets an empty list: the points are the samples
 
     def sample_text(self) -> str:
-        """Every series' line of the text format."""
+        """Every series' line of the text format; a series whose value held since the last
+        render of this family reuses its line (most jobs' times and shares hold)."""
         names, name = self.label_names, self.name
-        return "".join(f"{name}{_label_text(names, values)} {floatToGoString(value)}\n"
-                       for values, value in self.points)
+        before, now = _LINES.get((name, names), {}), {}
+        out = []
+        for point in self.points:
+            line = before.get(point)
+            if line is None:
+                values, value = point
+                line = f"{name}{_label_text(names, values)} {floatToGoString(value)}\n"
+            if point[1] != 0.0:  # 0.0 == -0.0, whose text differs: zeros are not kept
+                now[point] = line
+            out.append(line)
+        _LINES[(name, names)] = now  # only the current series: the memory is this render's
+        return "".join(out)
 
 
 def families(rows: list[JobRow]) -> Iterator[Metric]:

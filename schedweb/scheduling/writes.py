@@ -303,20 +303,22 @@ _sample_texts: dict[tuple[str, str], tuple[object, str | None]] = {}
 SAMPLE_TEXTS_MAX = 100_000
 
 
-def _sample_text(queue: str, column: str, value: object) -> str | None:
+def _sample_text(queue: str, column: str, value: object) -> tuple[object, str | None]:
+    """(the value decoded from its text, the text)."""
     key = (queue, column)
     kept = _sample_texts.get(key)
     if kept is not None and kept[0] == value:
-        return kept[1]
+        return kept
     if len(_sample_texts) >= SAMPLE_TEXTS_MAX:
         _sample_texts.clear()
     text = _json_text(value)
-    _sample_texts[key] = (None if text is None else json.loads(text), text)
-    return text
+    kept = _sample_texts[key] = (None if text is None else json.loads(text), text)
+    return kept
 
 
-def insert_samples(samples: list[QueueSample], previous_cycle_id: int | None) -> None:
-    """Insert this cycle's queue samples; only the latest keep `explanation`.
+def insert_samples(samples: list[QueueSample], previous_cycle_id: int | None) -> list[dict[str, object]]:
+    """Insert this cycle's queue samples; only the latest keep `explanation`. Returns each
+    sample's JSON columns as the database gives them back (decoded from the text written).
 
     PostgreSQL: one COPY (explanations are kilobytes each: no statement to parse and plan);
     SQLite: a multi-row INSERT.
@@ -326,14 +328,23 @@ def insert_samples(samples: list[QueueSample], previous_cycle_id: int | None) ->
             explanation=None)
     if not is_postgres():
         QueueSample.objects.bulk_create(samples, batch_size=1000)
-        return
+        return [{name: None if (value := getattr(sample, name)) is None else json.loads(json.dumps(value))
+                 for name in _SAMPLE_JSON} for sample in samples]
     getters = [(name, name in _SAMPLE_JSON) for name in SAMPLE_COLUMNS]
+    stored: list[dict[str, object]] = []
     with connection.cursor() as cursor, cursor.copy(
             f"COPY {QueueSample._meta.db_table} ({', '.join(SAMPLE_COLUMNS)}) FROM STDIN") as copy:
         for sample in samples:
-            queue = sample.queue
-            copy.write_row([_sample_text(queue, name, getattr(sample, name)) if is_json
-                            else getattr(sample, name) for name, is_json in getters])
+            queue, decoded, row = sample.queue, {}, []
+            for name, is_json in getters:
+                if is_json:
+                    decoded[name], text = _sample_text(queue, name, getattr(sample, name))
+                    row.append(text)
+                else:
+                    row.append(getattr(sample, name))
+            copy.write_row(row)
+            stored.append(decoded)
+    return stored
 
 
 # A placement's node scores, in PLACEMENT_COLUMNS order (schedweb.scheduling.placement_scores);

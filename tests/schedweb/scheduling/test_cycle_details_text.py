@@ -40,3 +40,13 @@ def test_an_equal_chain_of_another_object_and_odd_keys_still_give_dumps_text():
     odd = {2: [1, 2], 1: "one"}  # not text keys: dumps itself (it sorts them as numbers)
     assert details_text(odd, memo) == _dumps(odd) == '{"1": "one", "2": [1, 2]}'
     assert details_text({}, memo) == "{}"
+
+
+def test_every_kind_of_scalar_value_is_written_as_dumps_writes_it():
+    class Text(str):
+        pass
+
+    scalars = ["plain", 'ünï "q"\n\x00\\', 0, -5, 10**30, 1.5, 1e300, -0.0, float("nan"), float("inf"),
+               float("-inf"), None, True, False, Text("sub"), b"bytes"]
+    details = {f"k{i:02}": value for i, value in enumerate(scalars)} | {"ключ": 1}
+    assert details_text(details, {}) == _dumps(details)

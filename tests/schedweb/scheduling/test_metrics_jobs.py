@@ -200,3 +200,32 @@ def test_unscheduled_task_counts_are_capped_alike(client, settings):
     assert {dict(labels)["job_id"]: value for (name, labels), value in got.items()
             if name == "volcano_unschedule_task_count"} == {"ns/j1": 2.0, "ns/j2": 2.0}
     assert got[("volcano_unschedule_job_count", frozenset())] == 3.0  # the count is not capped
+
+
+def test_a_series_line_is_kept_only_while_its_value_holds():
+    from prometheus_client.core import GaugeMetricFamily
+
+    from schedweb.scheduling.metrics_jobs import JobRow, families
+    from schedweb.scheduling.metrics_text import exposition
+
+    def text(rows):
+        return exposition(families(rows)).decode()
+
+    def reference(rows):  # the same series as plain gauges, written sample by sample
+        out = []
+        for family in families(rows):
+            plain = GaugeMetricFamily(family.name, family.documentation, labels=list(family.label_names))
+            for values, value in family.points:
+                plain.add_metric(list(values), value)
+            out.append(plain)
+        return exposition(out).decode()
+
+    first = [JobRow("ns", "a", "q", 0.25, 100.0, 160.0, 60000.0),
+             JobRow("ns", "b", "q", 0.0, 50.0, None, None)]
+    assert text(first) == reference(first)
+    moved = [JobRow("ns", "a", "q", 0.5, 100.0, 170.0, 70000.0),
+             JobRow("ns", "b", "q", -0.0, 50.0, None, None)]
+    assert text(moved) == reference(moved)
+    assert 'volcano_job_share{job_id="a",job_ns="ns"} 0.5\n' in text(moved)
+    assert 'volcano_job_share{job_id="b",job_ns="ns"} -0.0\n' in text(moved)
+    assert text(first) == reference(first)
