@@ -156,7 +156,7 @@ def test_the_cycle_task_sends_the_forecast_to_the_default_queue(monkeypatch, set
                       {"cycle": 3, "skipped": False, "errors": ""},
                       {"cycle": 6, "skipped": True, "errors": ""},
                       {"cycle": 9, "skipped": False, "errors": "x"}])
-    monkeypatch.setattr(tasks, "cycle_and_agent", lambda: dict(next(summaries)))
+    monkeypatch.setattr(tasks, "cycle_and_agent", lambda shard="": dict(next(summaries)))
     outs = [tasks.scheduling_cycle() for _ in range(4)]
     assert [o.get("forecast") for o in outs] == [None, "sent", None, None]
     assert sent.calls == [{"queue": "celery", "expires": 6.0, "retry": False}]
