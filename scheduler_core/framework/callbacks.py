@@ -315,6 +315,40 @@ class CallbackRegistry:
         """True when queue lhs goes before rhs."""
         return self.queue_compare(lhs, rhs) < 0
 
+    def queue_less(self) -> Callable[[QueueInfo, QueueInfo], bool]:
+        """`queue_order_fn` as one closure over the enabled callbacks: the same answer for every
+        pair, in fewer calls (a queue heap compares once per level at every push and pop).
+
+        Read when an action starts: a registration after it is not seen (none happens then).
+        """
+        hit = self._derived.get("queue_less")
+        if hit is not None:
+            return hit
+        fns = [fn for _, fn in self._flat("queue_order")]
+
+        # The fallback as a tuple comparison: creation time, then name (as `_fallback`).
+        if not fns:
+            def less(lhs: QueueInfo, rhs: QueueInfo) -> bool:
+                return (lhs.created, lhs.name) < (rhs.created, rhs.name)
+        elif len(fns) == 1:
+            only = fns[0]
+
+            def less(lhs: QueueInfo, rhs: QueueInfo) -> bool:
+                j = only(lhs, rhs)
+                if j:
+                    return j < 0
+                return (lhs.created, lhs.name) < (rhs.created, rhs.name)
+        else:
+            def less(lhs: QueueInfo, rhs: QueueInfo) -> bool:
+                for fn in fns:
+                    j = fn(lhs, rhs)
+                    if j:
+                        return j < 0
+                return (lhs.created, lhs.name) < (rhs.created, rhs.name)
+
+        self._derived["queue_less"] = less
+        return less
+
     def victim_queue_compare(self, lhs: QueueInfo, rhs: QueueInfo, preemptor_queue: QueueInfo) -> int:
         """<0 when victims are taken from lhs first (Volcano's VictimQueueOrderFn).
 

@@ -63,7 +63,7 @@ class AllocateAction(Action):
         # Sort keys instead of comparator calls when every order plugin offers one: here only
         # the popped job (queue) changes, and it is re-keyed when pushed back.
         queue_key, job_key = ssn.queue_order_key(), ssn.job_order_key()
-        queues = order_queue(queue_key, ssn.queue_order_fn)
+        queues = order_queue(queue_key, ssn.queue_less())
         jobs_by_queue: dict[str, PriorityQueue[JobInfo] | KeyedQueue[JobInfo]] = {}
         for job in active_jobs(ssn):
             if not job.count(TaskStatus.PENDING):

@@ -17,14 +17,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from scheduler_core.actions.util.common import active_jobs
-from scheduler_core.actions.util.ordering import PriorityQueue, job_queue, sorted_tasks
+from scheduler_core.actions.util.ordering import KeyedQueue, PriorityQueue, order_queue, sorted_tasks
 from scheduler_core.framework.interface import Action
 from scheduler_core.framework.isolation import guard
 from scheduler_core.framework.records import FitErrors
 
 if TYPE_CHECKING:
     from scheduler_core.framework.session import Session
-    from scheduler_core.model import JobInfo, QueueInfo, TaskInfo
+    from scheduler_core.model import JobInfo, TaskInfo
 
 
 class BackfillAction(Action):
@@ -65,13 +65,16 @@ class BackfillAction(Action):
     @staticmethod
     def _pending(ssn: Session) -> list[tuple[JobInfo, list[TaskInfo]]]:
         """(job, best-effort pending tasks in task order) in queue order, then job order."""
-        queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn)
-        jobs_by_queue: dict[str, PriorityQueue[JobInfo]] = {}
+        # Every heap is filled before anything is placed, so sort keys (when every order plugin
+        # offers one) give the comparators' order; else the comparator in one closure.
+        queue_key, job_key = ssn.queue_order_key(), ssn.job_order_key()
+        queues = order_queue(queue_key, ssn.queue_less())
+        jobs_by_queue: dict[str, PriorityQueue[JobInfo] | KeyedQueue[JobInfo]] = {}
         for job in active_jobs(ssn):
             if not job.pending_best_effort_task_num():
                 continue
             if job.queue not in jobs_by_queue:
-                jobs_by_queue[job.queue] = job_queue(ssn)
+                jobs_by_queue[job.queue] = order_queue(job_key, ssn.job_order_fn)
                 queues.push(ssn.queues[job.queue])
             jobs_by_queue[job.queue].push(job)
         out = []

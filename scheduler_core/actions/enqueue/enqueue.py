@@ -36,7 +36,7 @@ class EnqueueAction(Action):
         """Round-robin over queues, one Pending job per turn."""
         # Keyed heaps are exact here too: admitting a job changes no share or readiness.
         queue_key, job_key = ssn.queue_order_key(), ssn.job_order_key()
-        queues = order_queue(queue_key, ssn.queue_order_fn)
+        queues = order_queue(queue_key, ssn.queue_less())
         jobs_by_queue: dict[str, PriorityQueue[JobInfo] | KeyedQueue[JobInfo]] = {}
         for job in ssn.jobs.values():
             if job.phase is not JobPhase.PENDING or job.queue not in ssn.queues:
