@@ -43,15 +43,21 @@ if TYPE_CHECKING:
     from scheduler_core.framework.signature import Signature
     from scheduler_core.model import JobInfo, QueueInfo, TaskInfo
 
-__all__ = ["ALLOCATABLE_COUNT", "KIND_FLAG", "PLACEMENT_KINDS", "AllocatableCountFn", "CallbackRegistry"]
+__all__ = ["ALLOCATABLE_COUNT", "KIND_FLAG", "PLACEMENT_KINDS", "STATIC_KEY", "AllocatableCountFn",
+           "CallbackRegistry", "StaticKeyFn"]
 
 # (queue, task, k_max) -> the largest k <= k_max such that the queue's allocatable fn says yes
 # before each of k copies of the task placed one after another (each copy's allocate event
 # fired): allocate's runs of identical tasks. Pure: it records nothing.
 AllocatableCountFn: TypeAlias = Callable[["QueueInfo", "TaskInfo", int], int]
+# queues -> a sort key over them while the plugin's figures stand still, or None (queue order).
+StaticKeyFn: TypeAlias = Callable[[list["QueueInfo"]], Callable[["QueueInfo"], tuple] | None]
 # The allocatable registration's companion keyword (its place is extension_points.COMPANIONS).
 ALLOCATABLE_COUNT = "count_fn"
-_COMPANIONS: dict[str, tuple[str, ...]] = {**COMPANIONS, "allocatable": (ALLOCATABLE_COUNT,)}
+# The queue-order registration's key over a given set of queues (see add_queue_order_fn).
+STATIC_KEY = "static_key_fn"
+_COMPANIONS: dict[str, tuple[str, ...]] = {**COMPANIONS, "allocatable": (ALLOCATABLE_COUNT,),
+                                           "queue_order": (*COMPANIONS["queue_order"], STATIC_KEY)}
 
 
 NO_FACETS = PredicateFacets()
@@ -109,9 +115,15 @@ class CallbackRegistry:
         self._add("job_order", name, fn, key_fn=key_fn)
 
     def add_queue_order_fn(self, name: str, fn: QueueOrderFn,
-                           key_fn: OrderKeyFn[QueueInfo] | None = None) -> None:
-        """Queue order: <0 when l goes first (`key_fn` as for job order)."""
-        self._add("queue_order", name, fn, key_fn=key_fn)
+                           key_fn: OrderKeyFn[QueueInfo] | None = None,
+                           static_key_fn: StaticKeyFn | None = None) -> None:
+        """Queue order: <0 when l goes first (`key_fn` as for job order).
+
+        `static_key_fn(queues)`, when given, returns a key that agrees with `fn` over those
+        queues as long as the plugin's figures do not move, or None when it has none for them
+        (`queue_order_static_key`).
+        """
+        self._add("queue_order", name, fn, key_fn=key_fn, static_key_fn=static_key_fn)
 
     def _order_key(self, kind: str, tail: Callable[[Any], tuple]) -> Callable[[Any], tuple] | None:
         if kind in self._derived:
@@ -138,6 +150,28 @@ class CallbackRegistry:
     def queue_order_key(self) -> Callable[[QueueInfo], tuple] | None:
         """A sort key equal to `queue_compare`'s order, or None (as `job_order_key`)."""
         return self._order_key("queue_order", lambda q: (q.created, q.name))
+
+    def queue_order_static_key(self, queues: list[QueueInfo]) -> Callable[[QueueInfo], tuple] | None:
+        """A sort key equal to `queue_compare`'s order over `queues` while no plugin's figures
+        move (enqueue admits, backfill places best-effort tasks: no share changes), or None.
+
+        Per enabled plugin its `key_fn`, else its `static_key_fn(queues)`; None when a plugin
+        has neither or declines these queues.
+        """
+        keys = []
+        for name, _ in self._flat("queue_order"):
+            key_fn = self.companion("queue_order", name, "key_fn")
+            if key_fn is None:
+                static = self.companion("queue_order", name, STATIC_KEY)
+                key_fn = static(queues) if static is not None else None
+            if key_fn is None:
+                return None
+            keys.append(key_fn)
+
+        def key(q: QueueInfo) -> tuple:
+            return (*[k(q) for k in keys], q.created, q.name)
+
+        return key
 
     def add_victim_queue_order_fn(self, name: str, fn: VictimCompareFn) -> None:
         """Victim queue order (l, r, preemptor queue): <0 when l is taken from first."""

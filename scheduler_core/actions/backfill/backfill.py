@@ -24,7 +24,7 @@ from scheduler_core.framework.records import FitErrors
 
 if TYPE_CHECKING:
     from scheduler_core.framework.session import Session
-    from scheduler_core.model import JobInfo, TaskInfo
+    from scheduler_core.model import JobInfo, QueueInfo, TaskInfo
 
 
 class BackfillAction(Action):
@@ -65,18 +65,21 @@ class BackfillAction(Action):
     @staticmethod
     def _pending(ssn: Session) -> list[tuple[JobInfo, list[TaskInfo]]]:
         """(job, best-effort pending tasks in task order) in queue order, then job order."""
-        # Every heap is filled before anything is placed, so sort keys (when every order plugin
-        # offers one) give the comparators' order; else the comparator in one closure.
-        queue_key, job_key = ssn.queue_order_key(), ssn.job_order_key()
-        queues = order_queue(queue_key, ssn.queue_less())
+        # Every heap is filled before anything is placed (and best-effort tasks move no share),
+        # so sort keys give the comparators' order; else the comparator in one closure.
+        job_key = ssn.job_order_key()
         jobs_by_queue: dict[str, PriorityQueue[JobInfo] | KeyedQueue[JobInfo]] = {}
+        order: list[QueueInfo] = []
         for job in active_jobs(ssn):
             if not job.pending_best_effort_task_num():
                 continue
             if job.queue not in jobs_by_queue:
                 jobs_by_queue[job.queue] = order_queue(job_key, ssn.job_order_fn)
-                queues.push(ssn.queues[job.queue])
+                order.append(ssn.queues[job.queue])
             jobs_by_queue[job.queue].push(job)
+        queues = order_queue(ssn.queue_order_key() or ssn.queue_order_static_key(order), ssn.queue_less())
+        for queue in order:
+            queues.push(queue)
         out = []
         while queues:
             jobs = jobs_by_queue[queues.pop().name]

@@ -24,6 +24,7 @@ from scheduler_core.framework.interface import Event, EventHandler, Plugin, Vali
 from scheduler_core.framework.records import refusal as queue_refusal
 from scheduler_core.model import JobInfo, QueueInfo, QueueState, TaskInfo
 from scheduler_core.plugins.capacity import reclaim as capacity_reclaim
+from scheduler_core.plugins.capacity.order import static_key
 from scheduler_core.plugins.capacity.tree import CapacityTree, build_flat, build_hierarchy, queue_level
 from scheduler_core.plugins.capacity.verdicts import EnqueueVerdicts
 from scheduler_core.plugins.util.queue_attr import (
@@ -114,7 +115,8 @@ class CapacityPlugin(Plugin):
             ssn.result.warn("capacity: ancestorReclaimLevel is ignored without enableHierarchy")
         self.ssn = ssn
         self.memo = ReasonMemo(ssn, self.name)
-        ssn.add_queue_order_fn(self.name, self.queue_order)
+        ssn.add_queue_order_fn(self.name, self.queue_order,
+                               static_key_fn=lambda queues: static_key(self.queue_opts, hierarchy, queues))
         ssn.add_reclaimable_fn(self.name, self.reclaimable)
         ssn.add_preemptive_fn(self.name, self.preemptive)
         ssn.add_allocatable_fn(self.name, self.allocatable, count_fn=self.allocatable_count)
