@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from scheduler_core.plugins.util.queue_attr import QueueAttr, quota_message
-from scheduler_core.resources import Resource
+from scheduler_core.resources import MIN_RESOURCE, Resource
 
 # (failed level, its dimensions over, headroom message) or None: every level has room.
 Verdict = tuple[QueueAttr, str] | None
@@ -26,17 +26,39 @@ def shape(res: Resource) -> tuple[Any, ...]:
     return (res.milli_cpu, res.memory, scalars)
 
 
+def _le(left: float, right: float) -> bool:
+    return left < right or abs(left - right) < MIN_RESOURCE
+
+
+def _fits(attr: QueueAttr, cap: Resource, cpu: float, memory: float,
+          scalars: list[tuple[str, float]]) -> bool:
+    """min_req + ((allocated + inqueue) - elastic) <= cap on min_req's dimensions: the same
+    float operations, in the same order, as the Resource arithmetic below, without its copies."""
+    a, i, e = attr.allocated, attr.inqueue, attr.elastic
+    if cpu > 0 and not _le(cpu + ((a.milli_cpu + i.milli_cpu) - e.milli_cpu), cap.milli_cpu):
+        return False
+    if memory > 0 and not _le(memory + ((a.memory + i.memory) - e.memory), cap.memory):
+        return False
+    for name, v in scalars:
+        used = (a.scalars.get(name, 0.0) + i.scalars.get(name, 0.0)) - e.scalars.get(name, 0.0)
+        if not _le(v + used, cap.scalars.get(name, 0.0)):
+            return False
+    return True
+
+
 def walk(chain: list[QueueAttr], min_req: Resource) -> Verdict:
     """The first level, leaf to root, whose real capability cannot take min_req on top of its
     allocated + inqueue - elastic (with the refusal message), or None."""
+    cpu, memory = min_req.milli_cpu, min_req.memory
+    scalars = sorted((n, v) for n, v in min_req.scalars.items() if v > 0) if min_req.scalars else []
     for attr in reversed(chain):
-        if attr.real_capability is None:
+        cap = attr.real_capability
+        if cap is None or _fits(attr, cap, cpu, memory, scalars):
             continue
         used = attr.allocated.clone().add(attr.inqueue).sub_without_assert(attr.elastic)
-        ok, names = min_req.clone().add(used).less_equal_with_dimension_and_resources_name(
-            attr.real_capability, min_req)
+        ok, names = min_req.clone().add(used).less_equal_with_dimension_and_resources_name(cap, min_req)
         if not ok:
-            left = attr.real_capability.clone().sub_without_assert(used)
+            left = cap.clone().sub_without_assert(used)
             return attr, quota_message(attr.name, names, min_req, left)
     return None
 
