@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
-    from scheduler_core.model import ClusterSnapshot
+    from scheduler_core.model import ClusterSnapshot, JobInfo
 
 T = TypeVar("T")
 
@@ -61,3 +61,23 @@ def resolve(snapshot: ClusterSnapshot, kept: KeptState | bool | None) -> KeptSta
     if kept is False:
         return None
     return kept
+
+
+def any_job(kept: KeptState | None, key: str, jobs: dict[str, JobInfo],
+            test: Callable[[JobInfo], bool]) -> bool:
+    """Whether `test(job)` holds for some job. With a KeptState each job's answer is kept under
+    `key` with the job object and its `revision` (every task added, removed or replaced bumps
+    it), so `test` may read only the job's tasks: it runs again only for jobs that moved."""
+    if kept is None:
+        return any(test(job) for job in jobs.values())
+    old: dict[str, tuple[JobInfo, int, bool]] = kept.parts.get(key) or {}
+    new: dict[str, tuple[JobInfo, int, bool]] = {}
+    found = False
+    for uid, job in jobs.items():
+        hit = old.get(uid)
+        if hit is None or hit[0] is not job or hit[1] != job.revision:
+            hit = (job, job.revision, test(job))
+        new[uid] = hit
+        found = found or hit[2]
+    kept.parts[key] = new
+    return found
