@@ -37,6 +37,7 @@ from scheduler_core.framework.extension_points import (
     VoteFn,
 )
 from scheduler_core.framework.interface import EventHandler, ValidateResult
+from scheduler_core.framework.order_keys import STATIC_KEY, OrderKeys, StaticKeyFn
 from scheduler_core.framework.task_fallback import compare_task
 
 if TYPE_CHECKING:
@@ -50,12 +51,8 @@ __all__ = ["ALLOCATABLE_COUNT", "KIND_FLAG", "PLACEMENT_KINDS", "STATIC_KEY", "A
 # before each of k copies of the task placed one after another (each copy's allocate event
 # fired): allocate's runs of identical tasks. Pure: it records nothing.
 AllocatableCountFn: TypeAlias = Callable[["QueueInfo", "TaskInfo", int], int]
-# queues -> a sort key over them while the plugin's figures stand still, or None (queue order).
-StaticKeyFn: TypeAlias = Callable[[list["QueueInfo"]], Callable[["QueueInfo"], tuple] | None]
 # The allocatable registration's companion keyword (its place is extension_points.COMPANIONS).
 ALLOCATABLE_COUNT = "count_fn"
-# The queue-order registration's key over a given set of queues (see add_queue_order_fn).
-STATIC_KEY = "static_key_fn"
 _COMPANIONS: dict[str, tuple[str, ...]] = {**COMPANIONS, "allocatable": (ALLOCATABLE_COUNT,),
                                            "queue_order": (*COMPANIONS["queue_order"], STATIC_KEY)}
 
@@ -72,7 +69,7 @@ def _fallback(l_created: float, r_created: float, l_name: str, r_name: str) -> i
     return 0
 
 
-class CallbackRegistry:
+class CallbackRegistry(OrderKeys):
     """Registration (`add_*_fn(name, fn)`) and combined queries; the Session inherits this."""
 
     tiers: list[Tier]
@@ -119,59 +116,12 @@ class CallbackRegistry:
                            static_key_fn: StaticKeyFn | None = None) -> None:
         """Queue order: <0 when l goes first (`key_fn` as for job order).
 
-        `static_key_fn(queues)`, when given, returns a key that agrees with `fn` over those
-        queues as long as the plugin's figures do not move, or None when it has none for them
-        (`queue_order_static_key`).
+        `static_key_fn(queues, moving=False)`, when given, returns a key that agrees with `fn` over
+        those queues as long as the plugin's figures do not move (with `moving`: also while
+        allocations move them, each queue re-keyed when pushed back), or None when it has none
+        for them (`queue_order_static_key`).
         """
         self._add("queue_order", name, fn, key_fn=key_fn, static_key_fn=static_key_fn)
-
-    def _order_key(self, kind: str, tail: Callable[[Any], tuple]) -> Callable[[Any], tuple] | None:
-        if kind in self._derived:
-            return self._derived[kind]
-        fns = [self.companion(kind, name, "key_fn") for name, _ in self._flat(kind)]
-        key = None
-        if all(fn is not None for fn in fns):
-            keys = [fn for fn in fns if fn is not None]
-
-            def key(item: Any) -> tuple:
-                return (*[k(item) for k in keys], *tail(item))
-
-        self._derived[kind] = key
-        return key
-
-    def job_order_key(self) -> Callable[[JobInfo], tuple] | None:
-        """A sort key equal to `job_compare`'s order, or None when an enabled plugin has no key.
-
-        The key is a snapshot of the job's state: valid while the plugins' figures it reads do
-        not change (allocate re-keys a job when it pushes it back).
-        """
-        return self._order_key("job_order", lambda j: (j.created, j.uid))
-
-    def queue_order_key(self) -> Callable[[QueueInfo], tuple] | None:
-        """A sort key equal to `queue_compare`'s order, or None (as `job_order_key`)."""
-        return self._order_key("queue_order", lambda q: (q.created, q.name))
-
-    def queue_order_static_key(self, queues: list[QueueInfo]) -> Callable[[QueueInfo], tuple] | None:
-        """A sort key equal to `queue_compare`'s order over `queues` while no plugin's figures
-        move (enqueue admits, backfill places best-effort tasks: no share changes), or None.
-
-        Per enabled plugin its `key_fn`, else its `static_key_fn(queues)`; None when a plugin
-        has neither or declines these queues.
-        """
-        keys = []
-        for name, _ in self._flat("queue_order"):
-            key_fn = self.companion("queue_order", name, "key_fn")
-            if key_fn is None:
-                static = self.companion("queue_order", name, STATIC_KEY)
-                key_fn = static(queues) if static is not None else None
-            if key_fn is None:
-                return None
-            keys.append(key_fn)
-
-        def key(q: QueueInfo) -> tuple:
-            return (*[k(q) for k in keys], q.created, q.name)
-
-        return key
 
     def add_victim_queue_order_fn(self, name: str, fn: VictimCompareFn) -> None:
         """Victim queue order (l, r, preemptor queue): <0 when l is taken from first."""
@@ -348,40 +298,6 @@ class CallbackRegistry:
     def queue_order_fn(self, lhs: QueueInfo, rhs: QueueInfo) -> bool:
         """True when queue lhs goes before rhs."""
         return self.queue_compare(lhs, rhs) < 0
-
-    def queue_less(self) -> Callable[[QueueInfo, QueueInfo], bool]:
-        """`queue_order_fn` as one closure over the enabled callbacks: the same answer for every
-        pair, in fewer calls (a queue heap compares once per level at every push and pop).
-
-        Read when an action starts: a registration after it is not seen (none happens then).
-        """
-        hit = self._derived.get("queue_less")
-        if hit is not None:
-            return hit
-        fns = [fn for _, fn in self._flat("queue_order")]
-
-        # The fallback as a tuple comparison: creation time, then name (as `_fallback`).
-        if not fns:
-            def less(lhs: QueueInfo, rhs: QueueInfo) -> bool:
-                return (lhs.created, lhs.name) < (rhs.created, rhs.name)
-        elif len(fns) == 1:
-            only = fns[0]
-
-            def less(lhs: QueueInfo, rhs: QueueInfo) -> bool:
-                j = only(lhs, rhs)
-                if j:
-                    return j < 0
-                return (lhs.created, lhs.name) < (rhs.created, rhs.name)
-        else:
-            def less(lhs: QueueInfo, rhs: QueueInfo) -> bool:
-                for fn in fns:
-                    j = fn(lhs, rhs)
-                    if j:
-                        return j < 0
-                return (lhs.created, lhs.name) < (rhs.created, rhs.name)
-
-        self._derived["queue_less"] = less
-        return less
 
     def victim_queue_compare(self, lhs: QueueInfo, rhs: QueueInfo, preemptor_queue: QueueInfo) -> int:
         """<0 when victims are taken from lhs first (Volcano's VictimQueueOrderFn).

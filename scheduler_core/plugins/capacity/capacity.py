@@ -116,7 +116,8 @@ class CapacityPlugin(Plugin):
         self.ssn = ssn
         self.memo = ReasonMemo(ssn, self.name)
         ssn.add_queue_order_fn(self.name, self.queue_order,
-                               static_key_fn=lambda queues: static_key(self.queue_opts, hierarchy, queues))
+                               static_key_fn=lambda queues, moving=False: static_key(
+                                   self.queue_opts, hierarchy, queues, moving))
         ssn.add_reclaimable_fn(self.name, self.reclaimable)
         ssn.add_preemptive_fn(self.name, self.preemptive)
         ssn.add_allocatable_fn(self.name, self.allocatable, count_fn=self.allocatable_count)

@@ -20,6 +20,7 @@ from typing import Any
 
 from scheduler_core.model import QueueInfo
 from scheduler_core.plugins.util.queue_attr import QueueAttr
+from scheduler_core.resources import MIN_RESOURCE
 
 
 def _value(attr: QueueAttr) -> tuple[float, int]:
@@ -27,18 +28,30 @@ def _value(attr: QueueAttr) -> tuple[float, int]:
     return (attr.share, 0 if not attr.deserved.is_empty() else 1)
 
 
-def static_key(opts: dict[str, QueueAttr], hierarchy: bool,
-               queues: list[QueueInfo]) -> Callable[[QueueInfo], tuple[Any, ...]] | None:
-    """A key whose order over `queues` equals `queue_order` (then the fallback), or None."""
+def _pinned(attr: QueueAttr) -> bool:
+    # No dimension of deserved counts (update_share): best-effort, share 1 whatever is allocated.
+    des = attr.deserved
+    return (des.milli_cpu < MIN_RESOURCE and des.memory < MIN_RESOURCE
+            and all(v < MIN_RESOURCE for v in des.scalars.values()))
+
+
+def static_key(opts: dict[str, QueueAttr], hierarchy: bool, queues: list[QueueInfo],
+               moving: bool = False) -> Callable[[QueueInfo], tuple[Any, ...]] | None:
+    """A key whose order over `queues` equals `queue_order` (then the fallback), or None.
+
+    `moving`: the key must also hold while allocations move the figures, a queue being re-keyed
+    when it is pushed back after its job (allocate): flat queues are compared on their own
+    figures, so a live key holds; with hierarchy a share read for one queue belongs to others
+    too, so only shares that cannot move (every queue on the paths best-effort) qualify.
+    """
     if any(q.name not in opts for q in queues):
         return None  # the comparator has no opinion on such a queue whatever the others
     keys: dict[str, tuple[Any, ...]] = {}
     if not hierarchy:
         # Flat: priority, then each queue's own (share, deserved first); a tie falls back to
         # creation time and name, as the key's tail does: a total order, whatever the ties.
-        for q in queues:
-            keys[q.name] = (-q.priority, *_value(opts[q.name]))
-        return lambda q: keys[q.name]
+        # Read at push time: the share of a queue pushed back is its new one.
+        return lambda q: (-q.priority, *_value(opts[q.name]))
     # (priority, parent-or-leaf, path prefix) -> the values met right below that prefix.
     groups: dict[tuple[Any, ...], dict[str, tuple[float, int]]] = {}
     paths: dict[str, tuple[tuple[Any, ...], list[str]]] = {}
@@ -49,6 +62,8 @@ def static_key(opts: dict[str, QueueAttr], hierarchy: bool,
         head = (q.priority, 1 if attr.children else 0)
         paths[q.name] = head, path
         for i, name in enumerate(path):
+            if moving and not _pinned(opts[name]):
+                return None
             groups.setdefault((*head, *path[:i]), {})[name] = _value(opts[name])
     distinct = {g: len(set(values.values())) for g, values in groups.items()}
     for name, (head, path) in paths.items():

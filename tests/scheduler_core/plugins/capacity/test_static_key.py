@@ -106,3 +106,61 @@ def test_a_harmful_tie_declines_and_harmless_ones_give_a_key():
     assert key is not None
     by_key = sorted(holding, key=lambda q: (*key(q), q.created, q.name))
     assert by_key == sorted(holding, key=lambda q: q.name)
+
+
+def _world(spec, hierarchy: bool):
+    queues, jobs = [], []
+    for i, (pick, deserved, priority, created, _) in enumerate(spec):
+        parent = "root" if i == 0 or pick % (i + 1) == i else f"q{pick % i}"
+        queues.append(queue(f"q{i}", parent if hierarchy else None, priority=priority, created=created,
+                            deserved={"cpu": str(deserved), "memory": "100Gi"} if deserved else None))
+    parents = {q.parent for q in queues}
+    for i, q in enumerate(queues):
+        if hierarchy and q.name in parents:
+            continue
+        for k in range(1 + spec[i][4]):
+            jobs.append(job(f"j-{q.name}-{k}", q.name, [task(f"{q.name}-{k}-{t}", cpu="1") for t in range(2)],
+                            phase="Pending" if k % 2 else "Inqueue", created=float(k)))
+    return snapshot(nodes=[node("n1", cpu="6", memory="64Gi"), node("n2", cpu="5", memory="64Gi")],
+                    queues=queues, jobs=jobs)
+
+
+def _decisions(spec, hierarchy: bool, keyed: bool) -> str:
+    import json
+
+    from scheduler_core.framework.callbacks import CallbackRegistry
+    from scheduler_core.scheduler import run_session
+
+    cfg = conf("enqueue, allocate, backfill", [["priority", "gang"], [{"name": "capacity",
+                                                                      "enableHierarchy": hierarchy}]])
+    saved = CallbackRegistry.queue_order_static_key
+    if not keyed:
+        CallbackRegistry.queue_order_static_key = lambda self, queues, moving=False: None
+    try:
+        result = run_session(_world(spec, hierarchy), cfg)
+    finally:
+        CallbackRegistry.queue_order_static_key = saved
+    data = result.to_json()
+    data.pop("timing")
+    return json.dumps(data, sort_keys=True, default=str)
+
+
+@settings(profiled(settings(max_examples=80, deadline=None)))
+@given(st.lists(queue_st, min_size=1, max_size=8), st.booleans())
+def test_sessions_decide_alike_with_static_keys_and_with_the_comparator(spec, hierarchy):
+    assert _decisions(spec, hierarchy, True) == _decisions(spec, hierarchy, False)
+
+
+def _holding(spec):
+    cfg = conf("allocate", [[{"name": "capacity", "enableHierarchy": True}]])
+    ssn = open_session(_world(spec, True), cfg)
+    return ssn, [ssn.queues[j.queue] for j in ssn.jobs.values()]
+
+
+def test_allocate_keys_its_heap_only_when_no_share_on_the_paths_can_move():
+    spec = [(0, None, 0, 0.0, 1), (0, None, 0, 0.0, 1), (1, None, 0, 1.0, 0), (1, None, 0, 0.0, 2)]
+    ssn, holding = _holding(spec)
+    assert ssn.queue_order_static_key(holding, moving=True) is not None  # all best-effort: share 1
+    spec[1] = (0, 4, 0, 0.0, 1)  # q1, on the paths, now has a deserved: its share moves
+    ssn, holding = _holding(spec)
+    assert ssn.queue_order_static_key(holding, moving=True) is None
