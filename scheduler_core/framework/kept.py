@@ -67,17 +67,24 @@ def any_job(kept: KeptState | None, key: str, jobs: dict[str, JobInfo],
             test: Callable[[JobInfo], bool]) -> bool:
     """Whether `test(job)` holds for some job. With a KeptState each job's answer is kept under
     `key` with the job object and its `revision` (every task added, removed or replaced bumps
-    it), so `test` may read only the job's tasks: it runs again only for jobs that moved."""
+    it), so `test` may read only the job's tasks: it runs again only for jobs that moved. The
+    job that last answered yes is asked first: while it stands, no job is looked at."""
     if kept is None:
         return any(test(job) for job in jobs.values())
-    old: dict[str, tuple[JobInfo, int, bool]] = kept.parts.get(key) or {}
+    part: tuple[str | None, dict[str, tuple[JobInfo, int, bool]]] = kept.parts.get(key) or (None, {})
+    last, old = part
+    if last is not None:
+        job, hit = jobs.get(last), old.get(last)
+        if job is not None and hit is not None and hit[0] is job and hit[1] == job.revision and hit[2]:
+            return True
     new: dict[str, tuple[JobInfo, int, bool]] = {}
-    found = False
+    found: str | None = None
     for uid, job in jobs.items():
         hit = old.get(uid)
         if hit is None or hit[0] is not job or hit[1] != job.revision:
             hit = (job, job.revision, test(job))
         new[uid] = hit
-        found = found or hit[2]
-    kept.parts[key] = new
-    return found
+        if found is None and hit[2]:
+            found = uid
+    kept.parts[key] = (found, new)
+    return found is not None

@@ -71,3 +71,19 @@ def test_the_kept_answer_equals_a_fresh_scan(steps):
         calls.clear()
         assert any_job(kept, "k", jobs, counted) == any_job(None, "k", jobs, _test)
         assert calls == []  # nothing moved since the previous call: every answer was kept
+
+
+def test_the_job_that_said_yes_is_asked_first():
+    kept, asked = KeptState(), []
+
+    def counted(j: JobInfo) -> bool:
+        asked.append(j.uid)
+        return _test(j)
+
+    jobs = {j.uid: j for j in (job("a", tasks=[_task("a-0", 0)]), job("b", tasks=[_task("b-0", 1)]))}
+    assert any_job(kept, "k", jobs, counted) and asked == ["ns/a", "ns/b"]
+    asked.clear()
+    jobs["ns/c"] = job("c", tasks=[_task("c-0", 0)])  # a new job: not looked at while b stands
+    assert any_job(kept, "k", jobs, counted) and asked == []
+    del jobs["ns/b"]  # the yes is gone: a full pass (c asked, a kept)
+    assert not any_job(kept, "k", jobs, counted) and asked == ["ns/c"]
