@@ -37,13 +37,15 @@ from scheduler_core.framework.extension_points import (
     VoteFn,
 )
 from scheduler_core.framework.interface import EventHandler, ValidateResult
+from scheduler_core.framework.order_keys import STATIC_KEY, OrderKeys, StaticKeyFn
 from scheduler_core.framework.task_fallback import compare_task
 
 if TYPE_CHECKING:
     from scheduler_core.framework.signature import Signature
     from scheduler_core.model import JobInfo, QueueInfo, TaskInfo
 
-__all__ = ["ALLOCATABLE_COUNT", "KIND_FLAG", "PLACEMENT_KINDS", "AllocatableCountFn", "CallbackRegistry"]
+__all__ = ["ALLOCATABLE_COUNT", "KIND_FLAG", "PLACEMENT_KINDS", "STATIC_KEY", "AllocatableCountFn",
+           "CallbackRegistry", "StaticKeyFn"]
 
 # (queue, task, k_max) -> the largest k <= k_max such that the queue's allocatable fn says yes
 # before each of k copies of the task placed one after another (each copy's allocate event
@@ -51,7 +53,8 @@ __all__ = ["ALLOCATABLE_COUNT", "KIND_FLAG", "PLACEMENT_KINDS", "AllocatableCoun
 AllocatableCountFn: TypeAlias = Callable[["QueueInfo", "TaskInfo", int], int]
 # The allocatable registration's companion keyword (its place is extension_points.COMPANIONS).
 ALLOCATABLE_COUNT = "count_fn"
-_COMPANIONS: dict[str, tuple[str, ...]] = {**COMPANIONS, "allocatable": (ALLOCATABLE_COUNT,)}
+_COMPANIONS: dict[str, tuple[str, ...]] = {**COMPANIONS, "allocatable": (ALLOCATABLE_COUNT,),
+                                           "queue_order": (*COMPANIONS["queue_order"], STATIC_KEY)}
 
 
 NO_FACETS = PredicateFacets()
@@ -66,7 +69,7 @@ def _fallback(l_created: float, r_created: float, l_name: str, r_name: str) -> i
     return 0
 
 
-class CallbackRegistry:
+class CallbackRegistry(OrderKeys):
     """Registration (`add_*_fn(name, fn)`) and combined queries; the Session inherits this."""
 
     tiers: list[Tier]
@@ -109,35 +112,16 @@ class CallbackRegistry:
         self._add("job_order", name, fn, key_fn=key_fn)
 
     def add_queue_order_fn(self, name: str, fn: QueueOrderFn,
-                           key_fn: OrderKeyFn[QueueInfo] | None = None) -> None:
-        """Queue order: <0 when l goes first (`key_fn` as for job order)."""
-        self._add("queue_order", name, fn, key_fn=key_fn)
+                           key_fn: OrderKeyFn[QueueInfo] | None = None,
+                           static_key_fn: StaticKeyFn | None = None) -> None:
+        """Queue order: <0 when l goes first (`key_fn` as for job order).
 
-    def _order_key(self, kind: str, tail: Callable[[Any], tuple]) -> Callable[[Any], tuple] | None:
-        if kind in self._derived:
-            return self._derived[kind]
-        fns = [self.companion(kind, name, "key_fn") for name, _ in self._flat(kind)]
-        key = None
-        if all(fn is not None for fn in fns):
-            keys = [fn for fn in fns if fn is not None]
-
-            def key(item: Any) -> tuple:
-                return (*[k(item) for k in keys], *tail(item))
-
-        self._derived[kind] = key
-        return key
-
-    def job_order_key(self) -> Callable[[JobInfo], tuple] | None:
-        """A sort key equal to `job_compare`'s order, or None when an enabled plugin has no key.
-
-        The key is a snapshot of the job's state: valid while the plugins' figures it reads do
-        not change (allocate re-keys a job when it pushes it back).
+        `static_key_fn(queues, moving=False)`, when given, returns a key that agrees with `fn` over
+        those queues as long as the plugin's figures do not move (with `moving`: also while
+        allocations move them, each queue re-keyed when pushed back), or None when it has none
+        for them (`queue_order_static_key`).
         """
-        return self._order_key("job_order", lambda j: (j.created, j.uid))
-
-    def queue_order_key(self) -> Callable[[QueueInfo], tuple] | None:
-        """A sort key equal to `queue_compare`'s order, or None (as `job_order_key`)."""
-        return self._order_key("queue_order", lambda q: (q.created, q.name))
+        self._add("queue_order", name, fn, key_fn=key_fn, static_key_fn=static_key_fn)
 
     def add_victim_queue_order_fn(self, name: str, fn: VictimCompareFn) -> None:
         """Victim queue order (l, r, preemptor queue): <0 when l is taken from first."""

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
-    from scheduler_core.model import ClusterSnapshot
+    from scheduler_core.model import ClusterSnapshot, JobInfo
 
 T = TypeVar("T")
 
@@ -61,3 +61,30 @@ def resolve(snapshot: ClusterSnapshot, kept: KeptState | bool | None) -> KeptSta
     if kept is False:
         return None
     return kept
+
+
+def any_job(kept: KeptState | None, key: str, jobs: dict[str, JobInfo],
+            test: Callable[[JobInfo], bool]) -> bool:
+    """Whether `test(job)` holds for some job. With a KeptState each job's answer is kept under
+    `key` with the job object and its `revision` (every task added, removed or replaced bumps
+    it), so `test` may read only the job's tasks: it runs again only for jobs that moved. The
+    job that last answered yes is asked first: while it stands, no job is looked at."""
+    if kept is None:
+        return any(test(job) for job in jobs.values())
+    part: tuple[str | None, dict[str, tuple[JobInfo, int, bool]]] = kept.parts.get(key) or (None, {})
+    last, old = part
+    if last is not None:
+        job, hit = jobs.get(last), old.get(last)
+        if job is not None and hit is not None and hit[0] is job and hit[1] == job.revision and hit[2]:
+            return True
+    new: dict[str, tuple[JobInfo, int, bool]] = {}
+    found: str | None = None
+    for uid, job in jobs.items():
+        hit = old.get(uid)
+        if hit is None or hit[0] is not job or hit[1] != job.revision:
+            hit = (job, job.revision, test(job))
+        new[uid] = hit
+        if found is None and hit[2]:
+            found = uid
+    kept.parts[key] = (found, new)
+    return found is not None

@@ -60,19 +60,23 @@ class AllocateAction(Action):
             for job in ssn.own_jobs.values():
                 if job.phase is JobPhase.PENDING:
                     job.phase = JobPhase.INQUEUE
-        # Sort keys instead of comparator calls when every order plugin offers one: here only
-        # the popped job (queue) changes, and it is re-keyed when pushed back.
-        queue_key, job_key = ssn.queue_order_key(), ssn.job_order_key()
-        queues = order_queue(queue_key, ssn.queue_order_fn)
+        # Sort keys instead of comparator calls when every order plugin offers one that holds
+        # here: only the popped job (queue) changes, and it is re-keyed when pushed back.
+        job_key = ssn.job_order_key()
         jobs_by_queue: dict[str, PriorityQueue[JobInfo] | KeyedQueue[JobInfo]] = {}
+        order: list[QueueInfo] = []  # queues in the order the comparator heap is filled
         for job in active_jobs(ssn):
             if not job.count(TaskStatus.PENDING):
                 # Nothing to place: its turn would change no state and record nothing.
                 continue
             if job.queue not in jobs_by_queue:
                 jobs_by_queue[job.queue] = order_queue(job_key, ssn.job_order_fn)
-                queues.push(ssn.queues[job.queue])
+                order.append(ssn.queues[job.queue])
             jobs_by_queue[job.queue].push(job)
+        queue_key = ssn.queue_order_key() or ssn.queue_order_static_key(order, moving=True)
+        queues = order_queue(queue_key, ssn.queue_less())
+        for queue in order:
+            queues.push(queue)
         self._placer = Placer(ssn)
         pending: dict[str, TaskList] = {}
         failed: dict[str, set[tuple]] = {}

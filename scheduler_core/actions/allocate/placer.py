@@ -32,7 +32,8 @@ from itertools import islice
 from typing import TYPE_CHECKING
 
 from scheduler_core.actions.allocate.placement import ChangeLog, ClassState, has_dynamic_predicates, spreads
-from scheduler_core.framework.signature import class_key_fn, session_has_inter_pod_terms, signed_fields
+from scheduler_core.framework.kept import any_job
+from scheduler_core.framework.signature import class_key_fn, has_inter_pod_terms, signed_fields
 
 if TYPE_CHECKING:
     from scheduler_core.framework.records import FitErrors
@@ -49,8 +50,11 @@ class Placer:
         self._index = ssn.node_table.index
         self._dynamic = has_dynamic_predicates(ssn)
         self._search = ssn.node_search  # the feasible-node search limit (framework.node_search)
+        # Whether any task carries inter-pod terms: kept per job revision with the snapshot's
+        # state (framework.kept), so a steady cycle looks only at the jobs that moved.
         self.fields = signed_fields((sig for _, _, sig in ssn.placement_signatures()),
-                                    lambda: session_has_inter_pod_terms(ssn))
+                                    lambda: any_job(ssn.kept, "allocate.inter_pod", ssn.jobs,
+                                                    lambda job: has_inter_pod_terms(job.tasks.values())))
         self.class_key = class_key_fn(self.fields)
         self._log = ChangeLog(len(ssn.node_table))
         self._states: dict[object, ClassState] = {}

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from scheduler_core.actions.util.common import active_jobs
-from scheduler_core.actions.util.ordering import PriorityQueue, job_queue, sorted_tasks
+from scheduler_core.actions.util.ordering import KeyedQueue, PriorityQueue, order_queue, sorted_tasks
 from scheduler_core.framework.interface import Action
 from scheduler_core.framework.isolation import guard
 from scheduler_core.framework.records import FitErrors
@@ -65,15 +65,21 @@ class BackfillAction(Action):
     @staticmethod
     def _pending(ssn: Session) -> list[tuple[JobInfo, list[TaskInfo]]]:
         """(job, best-effort pending tasks in task order) in queue order, then job order."""
-        queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn)
-        jobs_by_queue: dict[str, PriorityQueue[JobInfo]] = {}
+        # Every heap is filled before anything is placed (and best-effort tasks move no share),
+        # so sort keys give the comparators' order; else the comparator in one closure.
+        job_key = ssn.job_order_key()
+        jobs_by_queue: dict[str, PriorityQueue[JobInfo] | KeyedQueue[JobInfo]] = {}
+        order: list[QueueInfo] = []
         for job in active_jobs(ssn):
             if not job.pending_best_effort_task_num():
                 continue
             if job.queue not in jobs_by_queue:
-                jobs_by_queue[job.queue] = job_queue(ssn)
-                queues.push(ssn.queues[job.queue])
+                jobs_by_queue[job.queue] = order_queue(job_key, ssn.job_order_fn)
+                order.append(ssn.queues[job.queue])
             jobs_by_queue[job.queue].push(job)
+        queues = order_queue(ssn.queue_order_key() or ssn.queue_order_static_key(order), ssn.queue_less())
+        for queue in order:
+            queues.push(queue)
         out = []
         while queues:
             jobs = jobs_by_queue[queues.pop().name]

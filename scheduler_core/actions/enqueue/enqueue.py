@@ -24,7 +24,7 @@ from scheduler_core.model import JobPhase
 
 if TYPE_CHECKING:
     from scheduler_core.framework.session import Session
-    from scheduler_core.model import JobInfo
+    from scheduler_core.model import JobInfo, QueueInfo
 
 
 class EnqueueAction(Action):
@@ -34,10 +34,11 @@ class EnqueueAction(Action):
 
     def execute(self, ssn: Session) -> None:
         """Round-robin over queues, one Pending job per turn."""
-        # Keyed heaps are exact here too: admitting a job changes no share or readiness.
-        queue_key, job_key = ssn.queue_order_key(), ssn.job_order_key()
-        queues = order_queue(queue_key, ssn.queue_order_fn)
+        # Keyed heaps are exact here too: admitting a job changes no share or readiness, so a
+        # queue key read once (even one only valid while figures stand still) keeps its order.
+        job_key = ssn.job_order_key()
         jobs_by_queue: dict[str, PriorityQueue[JobInfo] | KeyedQueue[JobInfo]] = {}
+        order: list[QueueInfo] = []  # queues in the order the comparator heap was filled
         for job in ssn.own_jobs.values():
             if job.phase is not JobPhase.PENDING or job.queue not in ssn.queues:
                 continue
@@ -45,8 +46,11 @@ class EnqueueAction(Action):
                 continue  # set aside (malformed or failed): never evaluated again this session
             if job.queue not in jobs_by_queue:
                 jobs_by_queue[job.queue] = order_queue(job_key, ssn.job_order_fn)
-                queues.push(ssn.queues[job.queue])
+                order.append(ssn.queues[job.queue])
             jobs_by_queue[job.queue].push(job)
+        queues = order_queue(ssn.queue_order_key() or ssn.queue_order_static_key(order), ssn.queue_less())
+        for queue in order:
+            queues.push(queue)
         while queues:
             queue = queues.pop()
             jobs = jobs_by_queue[queue.name]

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import weakref
+from typing import TYPE_CHECKING, Any
 
 from scheduler_core.framework.records import ReasonCode, refusal
 from scheduler_core.model import JobPhase, QueueState
@@ -22,17 +23,38 @@ def code(name: str) -> ReasonCode:
 QUEUE_CODES = frozenset({"QueueClosed", "QueueOverCapability", "QueueOverDeserved"})
 
 
+# Per session: job uid -> (job, revision, min_available, queue, job_valid's answer). The
+# job-valid callbacks (gang, capacity) read only the job's tasks (whose every change bumps
+# `revision`), min_available, the queue and what is fixed for the session, so an entry whose
+# job shows the same values holds the same answer: backfill reuses allocate's.
+_valid_memo: weakref.WeakKeyDictionary[Session, dict[str, tuple[Any, ...]]] = weakref.WeakKeyDictionary()
+
+
 def active_jobs(ssn: Session, include_pending: bool = False) -> list[JobInfo]:
-    """Valid jobs of known queues, in snapshot order; Pending ones only when asked."""
+    """Valid jobs of known queues, in snapshot order; Pending ones only when asked.
+
+    Set-aside jobs (`ssn.quarantined`) are never valid; the plugins' answers are memoised per
+    session and job state (see `_valid_memo`).
+    """
+    memo = _valid_memo.get(ssn)
+    if memo is None:
+        memo = _valid_memo[ssn] = {}
     out = []
-    for job in ssn.own_jobs.values():
-        if job.phase is JobPhase.PENDING and not include_pending:
+    queues, quarantined, pending = ssn.queues, ssn.quarantined, JobPhase.PENDING
+    for uid, job in ssn.own_jobs.items():
+        if job.phase is pending and not include_pending:
             continue
-        if job.queue not in ssn.queues:
+        if job.queue not in queues or uid in quarantined:
             continue
-        if ssn.job_valid(job) is not None:
-            continue
-        out.append(job)
+        hit = memo.get(uid)
+        if (hit is not None and hit[0] is job and hit[1] == job.revision and hit[2] == job.min_available
+                and hit[3] == job.queue):
+            invalid = hit[4]
+        else:
+            invalid = ssn.job_valid(job)
+            memo[uid] = (job, job.revision, job.min_available, job.queue, invalid)
+        if invalid is None:
+            out.append(job)
     return out
 
 

@@ -24,7 +24,9 @@ from scheduler_core.framework.interface import Event, EventHandler, Plugin, Vali
 from scheduler_core.framework.records import refusal as queue_refusal
 from scheduler_core.model import JobInfo, QueueInfo, QueueState, TaskInfo
 from scheduler_core.plugins.capacity import reclaim as capacity_reclaim
+from scheduler_core.plugins.capacity.order import static_key
 from scheduler_core.plugins.capacity.tree import CapacityTree, build_flat, build_hierarchy, queue_level
+from scheduler_core.plugins.capacity.verdicts import EnqueueVerdicts
 from scheduler_core.plugins.util.queue_attr import (
     SHARE_FIELDS,
     QueueAttr,
@@ -43,16 +45,6 @@ from scheduler_core.resources import Resource
 if TYPE_CHECKING:
     from scheduler_core.framework.conf import PluginOption
     from scheduler_core.framework.session import Session
-
-
-def compare_share_with_deserved(lhs: QueueAttr, rhs: QueueAttr) -> int:
-    """Lower share first; on equal shares a queue with deserved goes before a best-effort one."""
-    if lhs.share == rhs.share:
-        l_has, r_has = not lhs.deserved.is_empty(), not rhs.deserved.is_empty()
-        if l_has == r_has:
-            return 0
-        return -1 if l_has else 1
-    return -1 if lhs.share < rhs.share else 1
 
 
 class CapacityPlugin(Plugin):
@@ -93,6 +85,9 @@ class CapacityPlugin(Plugin):
         # Record details per (leaf, failed level, with inqueue), valid until a figure moves.
         self._detail_memo: dict[tuple[str, str, bool], dict[str, Any]] = {}
         self._pairs: dict[tuple[str, str], Any] = {}
+        self._verdicts = EnqueueVerdicts()
+        # Per queue name: _refusal's answer (queue state and tree are fixed within a session).
+        self._refusals: dict[str, tuple[str, str] | None] = {}
         # Validated by parse_conf; a plugin built by hand with a bad value fails here alike.
         self.ancestor_level = capacity_reclaim.parse_level(self.arguments)
 
@@ -109,6 +104,8 @@ class CapacityPlugin(Plugin):
         self.queue_opts = self.tree.attrs
         self._chains = {}
         self._detail_memo = {}
+        self._verdicts = EnqueueVerdicts()
+        self._refusals: dict[str, tuple[str, str] | None] = {}
         self._pairs: dict[tuple[str, str], Any] = {}
         self._opened = {n: a.deserved.clone() for n, a in self.queue_opts.items()}
         for w in self.tree.warnings:
@@ -118,7 +115,9 @@ class CapacityPlugin(Plugin):
             ssn.result.warn("capacity: ancestorReclaimLevel is ignored without enableHierarchy")
         self.ssn = ssn
         self.memo = ReasonMemo(ssn, self.name)
-        ssn.add_queue_order_fn(self.name, self.queue_order)
+        ssn.add_queue_order_fn(self.name, self.queue_order,
+                               static_key_fn=lambda queues, moving=False: static_key(
+                                   self.queue_opts, hierarchy, queues, moving))
         ssn.add_reclaimable_fn(self.name, self.reclaimable)
         ssn.add_preemptive_fn(self.name, self.preemptive)
         ssn.add_allocatable_fn(self.name, self.allocatable, count_fn=self.allocatable_count)
@@ -178,8 +177,21 @@ class CapacityPlugin(Plugin):
         return -1 if l_level > r_level else 1
 
     # -- validity -------------------------------------------------------------------------------
+    def _figures_moved(self) -> None:
+        """A queue figure changed: drop what was memoised from the figures."""
+        self._detail_memo.clear()
+        self._verdicts.clear()
+
     def _refusal(self, queue: QueueInfo) -> tuple[str, str] | None:
-        """(code, message) when the queue cannot take work at all, else None."""
+        """(code, message) when the queue cannot take work at all, else None (memoised per queue:
+        its state and the tree do not change within a session)."""
+        name = queue.name
+        if name in self._refusals:
+            return self._refusals[name]
+        got = self._refusals[name] = self._refusal_of(queue)
+        return got
+
+    def _refusal_of(self, queue: QueueInfo) -> tuple[str, str] | None:
         if queue.state is not QueueState.OPEN:
             return "QueueClosed", f"queue {queue.name} is {queue.state.value.lower()}"
         broken = self.tree.broken.get(queue.name)
@@ -290,21 +302,15 @@ class CapacityPlugin(Plugin):
         if job.queue not in self.queue_opts or job.min_resources is None:
             return PERMIT
         min_req = job.get_min_resources()
-        chain = self._chain(job.queue)
-        for attr in reversed(chain):
-            if attr.real_capability is None:
-                continue
-            used = attr.allocated.clone().add(attr.inqueue).sub_without_assert(attr.elastic)
-            ok, names = min_req.clone().add(used).less_equal_with_dimension_and_resources_name(
-                attr.real_capability, min_req)
-            if not ok:
-                left = attr.real_capability.clone().sub_without_assert(used)
-                details = self._details(chain, attr, True)
-                details["refusal"] = queue_refusal("enqueue", attr.name, "real_capability", min_req)
-                self.memo.record(job.uid, "QueueOverCapability",
-                                 quota_message(attr.name, names, min_req, left), details)
-                return REJECT
-        return PERMIT
+        # The same question (leaf, min_req) has the same answer until a figure moves.
+        verdict = self._verdicts.verdict(job.queue, min_req, lambda: self._chain(job.queue))
+        if verdict is None:
+            return PERMIT
+        attr, message = verdict
+        details = self._details(self._chain(job.queue), attr, True)
+        details["refusal"] = queue_refusal("enqueue", attr.name, "real_capability", min_req)
+        self.memo.record(job.uid, "QueueOverCapability", message, details)
+        return REJECT
 
     def job_enqueued(self, job: JobInfo) -> None:
         """Reserve the job's minimum resources at the leaf and every ancestor."""
@@ -312,7 +318,7 @@ class CapacityPlugin(Plugin):
         if attr is None:
             return
         reserved = job.deducted_min_resources()
-        self._detail_memo.clear()
+        self._figures_moved()
         attr.inqueue.add(reserved)
         for anc in attr.ancestors:
             self.queue_opts[anc].inqueue.add(reserved)
@@ -335,7 +341,7 @@ class CapacityPlugin(Plugin):
 
     def _apply(self, opts: dict[str, QueueAttr], task: TaskInfo, sign: int) -> None:
         if opts is self.queue_opts:
-            self._detail_memo.clear()
+            self._figures_moved()
         for a in self._levels(opts, task):
             if sign > 0:
                 a.allocated.add(task.resreq)
@@ -350,7 +356,7 @@ class CapacityPlugin(Plugin):
     def on_allocate_run(self, events: list[Event]) -> None:
         """on_allocate for each event: requests added in order at every level, shares updated once."""
         touched: dict[str, QueueAttr] = {}
-        self._detail_memo.clear()
+        self._figures_moved()
         for event in events:
             for a in self._levels(self.queue_opts, event.task):
                 a.allocated.add(event.task.resreq)

@@ -29,11 +29,6 @@ def _signature(job: JobInfo) -> tuple[Any, ...]:
     return (job.revision, job.phase, job.min_available, job.queue, job.min_resources)
 
 
-def _same(sig: tuple[Any, ...], job: JobInfo) -> bool:
-    return (sig[0] == job.revision and sig[1] is job.phase and sig[2] == job.min_available
-            and sig[3] == job.queue and sig[4] is job.min_resources)
-
-
 def _empty() -> Parts:
     return (Resource.empty(), Resource.empty(), Resource.empty(), Resource.empty())
 
@@ -59,35 +54,51 @@ class JobSums:
         """
         old = self.jobs
         new: dict[str, tuple[JobInfo, tuple[Any, ...], Parts]] = {}
-        order: dict[str, None] = {}
+        # Per queue, in first-job order: its jobs' figures (what a re-sum adds up).
+        members: dict[str, list[Parts]] = {}
         touched: set[str] = set()
         reused = 0
+        get = old.get
         for uid, job in jobs.items():
-            order[job.queue] = None
-            entry = old.get(uid)
-            if entry is not None and entry[0] is job and _same(entry[1], job):
-                new[uid] = entry
-                reused += 1
-                continue
+            queue = job.queue
+            entry = get(uid)
+            if entry is not None and entry[0] is job:
+                sig = entry[1]
+                # The signature still holds (tested inline: this loop runs once per job per open).
+                if (sig[0] == job.revision and sig[1] is job.phase and sig[2] == job.min_available
+                        and sig[3] == queue and sig[4] is job.min_resources):
+                    new[uid] = entry
+                    reused += 1
+                    parts = members.get(queue)
+                    if parts is None:
+                        parts = members[queue] = []
+                    parts.append(entry[2])
+                    continue
             if entry is not None:
                 touched.add(entry[1][3])
-            touched.add(job.queue)
-            new[uid] = (job, _signature(job), job_contribution(job))
+            touched.add(queue)
+            entry = new[uid] = (job, _signature(job), job_contribution(job))
+            parts = members.get(queue)
+            if parts is None:
+                parts = members[queue] = []
+            parts.append(entry[2])
         if reused < len(old):  # jobs gone since the last call
             for uid in old.keys() - jobs.keys():
                 touched.add(old[uid][1][3])
         self.recomputed = len(jobs) - reused
         kept = self.queues
-        touched |= order.keys() - kept.keys()
+        touched |= members.keys() - kept.keys()
         if touched:
-            fresh = {q: _empty() for q in touched if q in order}
-            for _, sig, parts in new.values():
-                acc = fresh.get(sig[3])
-                if acc is not None:
-                    _add(acc, parts)
+            fresh = {}
+            for q in touched:
+                figures = members.get(q)
+                if figures is not None:
+                    acc = fresh[q] = _empty()
+                    for parts in figures:
+                        _add(acc, parts)
             kept = {**kept, **fresh}
         self.jobs = new
-        self.queues = {q: kept[q] for q in order}
+        self.queues = {q: kept[q] for q in members}
         return self.queues
 
 
@@ -105,12 +116,17 @@ class JobValues(Generic[T]):
         old, fn = self.jobs, self.fn
         new: dict[str, tuple[JobInfo, tuple[Any, ...], T]] = {}
         n = 0
+        get = old.get
         for uid, job in jobs.items():
-            entry = old.get(uid)
-            if entry is None or entry[0] is not job or not _same(entry[1], job):
-                entry = (job, _signature(job), fn(job))
-                n += 1
-            new[uid] = entry
+            entry = get(uid)
+            if entry is not None and entry[0] is job:
+                sig = entry[1]  # the signature test, as in JobSums.sums
+                if (sig[0] == job.revision and sig[1] is job.phase and sig[2] == job.min_available
+                        and sig[3] == job.queue and sig[4] is job.min_resources):
+                    new[uid] = entry
+                    continue
+            new[uid] = (job, _signature(job), fn(job))
+            n += 1
         self.jobs, self.recomputed = new, n
         return new
 

@@ -4,6 +4,8 @@ Companions are declared with the registration they accompany (framework/extensio
 `COMPANIONS`). For every registered plugin and argument variant, on random small clusters, at
 open and again after random placements and evictions:
 - `key_fn` (job / queue order): comparing two keys has the sign of `fn(l, r)`;
+- `static_key_fn` (queue order): over the queues it was given (every queue, those holding jobs),
+  a key it returns orders them as `fn(l, r)` then the fallback (creation time, name);
 - `row_fn` (node order / batch node order): equals `fn`'s score of that row scored alone (a
   one-row mask over the full table, and a one-row view), exactly;
 - `static=True` (predicate): a task with the same `sched_key` (other name, namespace, job) gets
@@ -31,7 +33,7 @@ from tests.conftest import profiled
 from tests.scheduler_core.builders import GPU, conf, job, node, snapshot, task
 
 NOW = 1_000.0
-CHECKED = ("key_fn", "row_fn", "static", "victim_job_filter", "count_fn")
+CHECKED = ("key_fn", "static_key_fn", "row_fn", "static", "victim_job_filter", "count_fn")
 # Argument sets (and switches) that take a plugin's optional paths; the default is always tried.
 VARIANTS: dict[str, list[dict[str, Any]]] = {
     "sla": [{"arguments": {"sla-waiting-time": "10m"}}],
@@ -83,7 +85,7 @@ def test_the_builtin_plugins_declare_these_companions():
            if (found := _probe(name, {}))}
     assert got == {
         "binpack": {"node_order": {"row_fn", "signature"}},
-        "capacity": {"allocatable": {"count_fn"}},
+        "capacity": {"queue_order": {"static_key_fn"}, "allocatable": {"count_fn"}},
         "drf": {"job_order": {"key_fn"}},
         "gang": {"job_order": {"key_fn"}, "preemptable": {"victim_job_filter"},
                  "reclaimable": {"victim_job_filter"}},
@@ -242,6 +244,22 @@ def check_keys(ssn: Session, name: str, kind: str, key_fn: Any) -> None:
             assert _sign(fn(a, b)) == (ka > kb) - (ka < kb), (kind, a, b, ka, kb)
 
 
+def check_static_keys(ssn: Session, name: str, static_key_fn: Any) -> None:
+    """Over the queues given: the key, when offered, orders every pair as fn then the fallback."""
+    fn = _fn(ssn, "queue_order", name)
+    holding = {jb.queue for jb in ssn.jobs.values()}
+    for items in (list(ssn.queues.values()), [q for q in ssn.queues.values() if q.name in holding]):
+        key = static_key_fn(items)
+        if key is None:
+            continue
+        for a in items:
+            for b in items:
+                fa, fb = (a.created, a.name), (b.created, b.name)
+                expected = _sign(fn(a, b)) or (fa > fb) - (fa < fb)
+                ka, kb = (*key(a), a.created, a.name), (*key(b), b.created, b.name)
+                assert expected == (ka > kb) - (ka < kb), (a.name, b.name, ka, kb)
+
+
 def check_rows(ssn: Session, name: str, kind: str, row_fn: Any) -> None:
     """For every task and row: row_fn equals the fn's score of the row alone (mask and view)."""
     fn, table = _fn(ssn, kind, name), ssn.node_table
@@ -303,6 +321,8 @@ def test_companions_agree_with_their_callbacks(name, option, world, order):
         for kind, keywords in companions.items():
             if "key_fn" in keywords:
                 check_keys(ssn, name, kind, ssn.companion(kind, name, "key_fn"))
+            if "static_key_fn" in keywords:
+                check_static_keys(ssn, name, ssn.companion(kind, name, "static_key_fn"))
             if "row_fn" in keywords:
                 check_rows(ssn, name, kind, ssn.companion(kind, name, "row_fn"))
             if "victim_job_filter" in keywords:
