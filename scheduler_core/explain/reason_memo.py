@@ -12,10 +12,13 @@ share one rendering (and the web side one JSON text: it compares reasons by iden
 Reasons that quote the job itself (its uid or name in the message) are never shared.
 
 Across sessions: a snapshot kept between cycles (schedweb's incremental load) carries the
-previous session's renderings (`kept_memo`, a weak map: a fresh snapshot starts empty), so an
-unchanged job gets last cycle's very object and costs neither a rendering nor a write. Every
-`REFRESH_EVERY` sessions the renderings are dropped and everything is rendered afresh, a bound
-on the life of anything the key would have missed.
+previous session's renderings (`kept_memo`, a weak map: a fresh snapshot starts empty), so a job
+that changed, or a new one, of a known shape gets last cycle's very object. Most unchanged jobs
+do not get here at all: job_entries hands back their kept answer, and keeps carrying the
+renderings they share (`carry`). A job due its refresh (job_entries' buckets) skips the kept
+renderings and puts a fresh one in their place: each rendering in use is rebuilt at least once
+every job_entries.REFRESH_EVERY sessions, a bound on the life of anything the key would miss,
+without a session that re-renders everything at once.
 """
 
 from __future__ import annotations
@@ -32,7 +35,6 @@ if TYPE_CHECKING:
     from scheduler_core.explain.reasons import Reason
     from scheduler_core.model import ClusterSnapshot, JobInfo, QueueInfo
 
-REFRESH_EVERY = 10  # sessions of one kept snapshot between full re-renderings
 enabled = True  # False: every job rendered on its own (the tests compare the two)
 _FIGURES = ("deserved", "allocated", "request", "inqueue", "elastic", "capability", "real_capability",
             "guarantee")
@@ -124,8 +126,11 @@ class ReasonMemo:
         return (where, queue.state if closed else None, job.phase, job.min_available, len(job.tasks),
                 counts, unbound, job.ready_task_num(), tuple(recs), fit_key, gang, chain)
 
-    def get(self, key: tuple) -> Reason | None:
-        """This session's rendering for the key, else the kept one from the previous session."""
+    def get(self, key: tuple, fresh: bool = False) -> Reason | None:
+        """This session's rendering for the key, else the kept one from the previous session;
+        None for a job due a fresh answer (`fresh`: its refresh bucket, job_entries)."""
+        if fresh:
+            return None
         hit = self.current.get(key)
         if hit is not None:
             self.hits += 1
@@ -135,6 +140,11 @@ class ReasonMemo:
             self.kept += 1
             self.current[key] = hit
         return hit
+
+    def carry(self, key: tuple, reason: Reason) -> None:
+        """A kept answer's shared rendering stays available to this session's other jobs (and the
+        next session's), unless one was rendered afresh for the key already."""
+        self.current.setdefault(key, reason)
 
     def put(self, key: tuple, job: JobInfo, reason: Reason) -> Reason:
         """Remember a fresh rendering unless it quotes the job itself; returns it."""
@@ -161,8 +171,6 @@ def kept_memo(snapshot: ClusterSnapshot) -> dict[tuple, Reason]:
     if kept is None:
         kept = _kept[snapshot] = _Kept()
     kept.sessions += 1
-    if kept.sessions % REFRESH_EVERY == 0:
-        kept.renderings = {}
     return kept.renderings
 
 

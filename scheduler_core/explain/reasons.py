@@ -84,47 +84,71 @@ def _details(chosen: dict[str, Any] | None, fit: tuple[int, dict[str, int]] | No
     return details
 
 
-def job_reason(ssn: Session, job: JobInfo, unbound: list[str], close: Any = None) -> Reason:
+def _invalid_record(records: list[dict[str, Any]]) -> dict[str, Any] | None:
+    for rec in records:  # the first InvalidJob record (recording order)
+        if _code(rec.get("code")) is ReasonCode.InvalidJob:
+            return rec
+    return None
+
+
+def job_reason(ssn: Session, job: JobInfo, unbound: list[str] | None = None, close: Any = None) -> Reason:
     """The most specific reason for one job (see the module docstring for the order).
 
-    `close` is build_reasons' per-session CloseState (figures, NeverFits index); built when None.
+    `close` is build_reasons' per-session CloseState (figures, NeverFits index, kept entries);
+    built when None. `unbound`: unbound_tasks(ssn, job), computed when None (a kept entry's
+    answer does not need it).
     """
     if close is None:
         close = CloseState(ssn)
-    records = list(getattr(ssn, "reason_records", {}).get(job.uid) or [])
-    fit = _fit_of(ssn, job, unbound)
-    by_code: dict[ReasonCode, list[dict[str, Any]]] = {}
-    for rec in records:  # recording order within each code
-        by_code.setdefault(_code(rec.get("code")), []).append(rec)
-
-    def first(code: ReasonCode) -> dict[str, Any] | None:
-        recs = by_code.get(code)
-        return recs[0] if recs else None
-
-    def pick(code: ReasonCode, message: str, rec: dict[str, Any] | None = None) -> Reason:
-        return Reason(code, message, _details(rec, fit))
-
+    raw = getattr(ssn, "reason_records", {}).get(job.uid) or []
+    recorded = getattr(ssn, "fit_errors", {}).get(job.uid)
     queue = ssn.queues.get(job.queue)
-    rec = first(ReasonCode.InvalidJob)
-    if rec is not None:
-        return pick(ReasonCode.InvalidJob, str(rec.get("message", "")), rec)
-    if queue is None:
-        return pick(ReasonCode.InvalidJob, f"queue {job.queue} does not exist")
+    rec = _invalid_record(raw)
+    if rec is not None or queue is None:
+        message = str(rec.get("message", "")) if rec is not None else f"queue {job.queue} does not exist"
+        fit = _fit_of(ssn, job, _unbound(ssn, job, unbound))
+        return Reason(ReasonCode.InvalidJob, message, _details(rec, fit))
     invalid = ssn.job_valid(job)
     if invalid is not None:
-        return pick(ReasonCode.InvalidJob, invalid.message or invalid.reason or "job is not valid")
+        return Reason(ReasonCode.InvalidJob, invalid.message or invalid.reason or "job is not valid",
+                      _details(None, _fit_of(ssn, job, _unbound(ssn, job, unbound))))
+    entries = getattr(close, "entries", None)
+    if entries is not None:
+        hit = entries.get(job, queue, raw, recorded)
+        if hit is not None:
+            if hit[1] is not None and close.memo is not None:
+                close.memo.carry(hit[1], hit[0])
+            return hit[0]
+    reason, memo_key = _fresh_reason(ssn, close, job, _unbound(ssn, job, unbound), list(raw), queue)
+    if entries is not None:
+        entries.put(job, queue, raw, recorded, reason, memo_key)
+    return reason
+
+
+def _unbound(ssn: Session, job: JobInfo, unbound: list[str] | None) -> list[str]:
+    return unbound_tasks(ssn, job) if unbound is None else unbound
+
+
+def _fresh_reason(ssn: Session, close: Any, job: JobInfo, unbound: list[str], records: list[dict[str, Any]],
+                  queue: Any) -> tuple[Reason, tuple | None]:
+    """(reason, its memo key or None) for a valid job: NeverFits, else the tail (memoised)."""
+    fit = _fit_of(ssn, job, unbound)
     never = close.never_fits.check(job)
     if never is not None:
         never.details.update(_details(None, fit))  # node_failures of this session's tries
-        return never
+        return never, None
+    by_code: dict[ReasonCode, list[dict[str, Any]]] = {}
+    for rec in records:  # recording order within each code
+        by_code.setdefault(_code(rec.get("code")), []).append(rec)
     memo = getattr(close, "memo", None)
     if memo is None:
-        return _tail_reason(close, job, unbound, by_code, fit, queue)
+        return _tail_reason(close, job, unbound, by_code, fit, queue), None
     key = memo.key(job, queue, records, fit, len(unbound))
-    hit = memo.get(key)
+    hit = memo.get(key, fresh=close.entries is not None and close.entries.due(job))
     if hit is not None:
-        return hit
-    return memo.put(key, job, _tail_reason(close, job, unbound, by_code, fit, queue))
+        return hit, key
+    reason = memo.put(key, job, _tail_reason(close, job, unbound, by_code, fit, queue))
+    return reason, key if memo.current.get(key) is reason else None  # a key only for a shared one
 
 
 def _tail_reason(close: Any, job: JobInfo, unbound: list[str],
@@ -185,11 +209,12 @@ def _tail_reason(close: Any, job: JobInfo, unbound: list[str],
 
 
 class CloseState:
-    """What build_reasons computes once per session: the close figures, the NeverFits index and
-    the renderings shared by jobs with the same inputs (`memo`, reason_memo; None = every job
-    rendered on its own)."""
+    """What build_reasons computes once per session: the close figures, the NeverFits index,
+    the renderings shared by jobs with the same inputs (`memo`, reason_memo) and the answers
+    kept per job across sessions (`entries`, job_entries); None = every job rendered on its own."""
 
     def __init__(self, ssn: Session, memo: bool = False) -> None:
+        from scheduler_core.explain import job_entries
         from scheduler_core.explain.never_fits import NeverFitsIndex
         from scheduler_core.explain.reason_figures import CloseFigures
         from scheduler_core.explain.reason_memo import ReasonMemo, kept_memo
@@ -197,6 +222,8 @@ class CloseState:
         self.figures = CloseFigures(ssn)
         self.never_fits = NeverFitsIndex(ssn, self.figures)
         self.memo = ReasonMemo(self.figures, kept_memo(ssn.snapshot)) if memo else None
+        self.entries = job_entries.JobEntries(ssn, self.figures, job_entries.kept_entries(ssn.snapshot)) \
+            if memo and job_entries.enabled else None
 
 
 def build_reasons(ssn: Session) -> dict[str, Reason]:
@@ -216,11 +243,13 @@ def build_reasons(ssn: Session) -> dict[str, Reason]:
         job = ssn.jobs[uid]
         if uid not in ssn.quarantined:
             idx = job.task_status_index
-            if not (idx.get(waiting[0]) or idx.get(waiting[1]) or idx.get(waiting[2])):
-                continue  # nothing unbound (unbound_tasks would be empty)
-            unbound = unbound_tasks(ssn, job)
-            if not unbound:
-                continue
+            unbound = None  # a Pending or Pipelined task is unbound: computed when needed
+            if not (idx.get(waiting[0]) or idx.get(waiting[1])):
+                if not idx.get(waiting[2]):
+                    continue  # nothing unbound (unbound_tasks would be empty)
+                unbound = unbound_tasks(ssn, job)
+                if not unbound:
+                    continue  # every Allocated task is bound
             try:
                 out[uid] = job_reason(ssn, job, unbound, close)
                 continue
@@ -230,4 +259,6 @@ def build_reasons(ssn: Session) -> dict[str, Reason]:
         out[uid] = Reason(ReasonCode.InvalidJob, error.reason_message(), {"error": error.to_json()})
     if close.memo is not None:
         reason_memo.keep(ssn.snapshot, close.memo)
+    if close.entries is not None:
+        close.entries.keep()
     return out

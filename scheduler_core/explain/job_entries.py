@@ -1,0 +1,186 @@
+"""Each waiting job's reason kept across the sessions of a kept snapshot (issue 27, the close's cost).
+
+At steady state almost every waiting job is the one of the last cycle: same tasks, same records,
+same queue figures. `JobEntries` keeps, per job uid, the reason build_reasons gave it with what
+that reason was computed from, and hands the reason back without a NeverFits check, a memo key
+or a rendering when all of it is unchanged:
+
+- the job itself: the same JobInfo object at the same `revision` (bumped by every change to its
+  task indexes, so task counts, statuses and requests), with the same phase, queue, gang
+  minimums and minResources;
+- what the session recorded for it: its candidate reasons and its tasks' fit errors, compared
+  by value (`==`, C speed: no freezing);
+- what the answer reads around the job: the conf (the predicates, the queue plugin, the
+  actions) by identity, the nodes' facts (`node_facts_key`: allocatable, labels, taints,
+  unschedulable, compared once per session), its queue's state and the figures of its queue
+  chain that bound it (capability, guarantee, real capability), plus every figure of the chain
+  when the reason quotes them (a quota refusal rendered at close, a queue limit's chain).
+
+Whatever else changes (other queues' figures, other jobs, running tasks on the nodes) is not
+read by the reason of an unchanged job that does not quote figures. A job with no valid entry
+is answered as before (reasons.job_reason, reason_memo) and its entry replaced.
+
+Refresh, a bound on the life of anything the comparison would miss: each job falls in one of
+`REFRESH_EVERY` buckets (a hash of its uid) and the jobs of one bucket per session are answered
+afresh, so every entry is rebuilt once every REFRESH_EVERY sessions and no session re-renders
+everything at once (one cycle in ten would be slow).
+"""
+
+from __future__ import annotations
+
+import weakref
+import zlib
+from typing import TYPE_CHECKING, Any
+
+from scheduler_core.explain.reason_memo import resource_key
+
+if TYPE_CHECKING:
+    from scheduler_core.explain.reason_figures import CloseFigures
+    from scheduler_core.framework.session import Session
+    from scheduler_core.model import ClusterSnapshot, JobInfo, NodeInfo, QueueInfo
+    from scheduler_core.result import Reason
+
+REFRESH_EVERY = 10  # sessions between two fresh answers of one job (one bucket per session)
+enabled = True  # False: no entry is used or kept (the tests compare the two)
+# The queue figures a reason that does not quote figures may still depend on (NeverFits' limits).
+_BOUNDS = ("capability", "guarantee", "real_capability")
+_QUOTED = ("deserved", "allocated", "request", "inqueue", "elastic", "capability", "real_capability",
+           "guarantee")
+
+
+def bucket_of(uid: str) -> int:
+    """The job's refresh bucket (stable across processes: not Python's salted hash)."""
+    return zlib.crc32(uid.encode()) % REFRESH_EVERY
+
+
+def node_facts_key(nodes: dict[str, NodeInfo]) -> tuple:
+    """What NeverFits reads of the nodes: name, allocatable, labels, taints, unschedulable."""
+    return tuple((n.name, resource_key(n.allocatable), n.unschedulable, tuple(n.labels.items()),
+                  repr(n.taints) if n.taints else "") for n in nodes.values())
+
+
+class JobEntry:
+    """One job's reason with what it was computed from."""
+
+    __slots__ = ("job", "revision", "fields", "records", "fit", "queue_key", "quotes", "reason",
+                 "memo_key", "bucket")
+
+    def __init__(self, job: JobInfo, fields: tuple, records: list[dict[str, Any]], fit: Any,
+                 queue_key: tuple, quotes: bool, reason: Reason, memo_key: tuple | None,
+                 bucket: int) -> None:
+        self.job = job
+        self.revision = job.revision
+        self.fields = fields
+        self.records = records
+        self.fit = fit
+        self.queue_key = queue_key
+        self.quotes = quotes
+        self.reason = reason
+        self.memo_key = memo_key
+        self.bucket = bucket
+
+
+def job_fields(job: JobInfo) -> tuple:
+    """The job's own fields a reason reads besides its tasks (covered by `revision`)."""
+    return (job.phase, job.queue, job.min_available, tuple(job.task_min_available.items()),
+            resource_key(job.min_resources))
+
+
+class KeptEntries:
+    """The entries a kept snapshot carries from one session to the next."""
+
+    def __init__(self) -> None:
+        self.entries: dict[str, JobEntry] = {}
+        self.conf: Any = None
+        self.nodes: tuple | None = None
+        self.sessions = 0
+
+
+_kept: weakref.WeakKeyDictionary[ClusterSnapshot, KeptEntries] = weakref.WeakKeyDictionary()
+
+
+def kept_entries(snapshot: ClusterSnapshot) -> KeptEntries:
+    """The entries the snapshot carries (made on first use; a weak map: they go with it)."""
+    kept = _kept.get(snapshot)
+    if kept is None:
+        kept = _kept[snapshot] = KeptEntries()
+    return kept
+
+
+class JobEntries:
+    """One session's view: the previous session's entries (valid ones reused) and this one's."""
+
+    def __init__(self, ssn: Session, figures: CloseFigures, kept: KeptEntries | None) -> None:
+        self.ssn = ssn
+        self.figures = figures
+        self.kept = kept
+        self.previous: dict[str, JobEntry] = {}
+        self.current: dict[str, JobEntry] = {}
+        self._queue_keys: dict[tuple[str, bool], tuple] = {}
+        self.hits = self.misses = 0
+        self.refresh = -1
+        if kept is None:
+            return
+        self.refresh = kept.sessions % REFRESH_EVERY
+        kept.sessions += 1
+        nodes = node_facts_key(ssn.nodes)
+        if (kept.conf is ssn.conf or kept.conf == ssn.conf) and kept.nodes == nodes:
+            self.previous = kept.entries
+        kept.conf, kept.nodes = ssn.conf, nodes
+
+    def queue_key(self, queue: QueueInfo, quotes: bool) -> tuple:
+        """The queue's state and its chain's bounding figures (every figure when `quotes`)."""
+        key = (queue.name, quotes)
+        hit = self._queue_keys.get(key)
+        if hit is None:
+            names = _QUOTED if quotes else _BOUNDS
+            figs = self.figures.figures
+            chain = tuple((n, *(resource_key(getattr(figs[n], f)) for f in names))
+                          for n in self.figures.chain(queue.name))
+            if quotes:
+                chain = (chain, tuple((figs[n].share, figs[n].weight, figs[n].overused)
+                                      for n in self.figures.chain(queue.name)))
+            hit = self._queue_keys[key] = (queue.state, chain)
+        return hit
+
+    def due(self, job: JobInfo) -> bool:
+        """The job is in this session's refresh bucket: answered afresh, kept renderings unused."""
+        entry = self.previous.get(job.uid)
+        return (entry.bucket if entry is not None else bucket_of(job.uid)) == self.refresh
+
+    def get(self, job: JobInfo, queue: QueueInfo, records: list[dict[str, Any]],
+            fit: Any) -> tuple[Reason, tuple | None] | None:
+        """(kept reason, its shared rendering's memo key) when nothing it was computed from
+        changed, else None."""
+        entry = self.previous.get(job.uid)
+        if entry is None or entry.bucket == self.refresh or entry.job is not job \
+                or entry.revision != job.revision:
+            return None
+        try:
+            same = (entry.fields == job_fields(job) and entry.records == records and entry.fit == fit
+                    and entry.queue_key == self.queue_key(queue, entry.quotes))
+        except Exception:  # a details value without a plain `==` (e.g. an array): answer afresh
+            same = False
+        if not same:
+            return None
+        self.hits += 1
+        self.current[job.uid] = entry
+        return entry.reason, entry.memo_key
+
+    def put(self, job: JobInfo, queue: QueueInfo, records: list[dict[str, Any]], fit: Any,
+            reason: Reason, memo_key: tuple | None) -> None:
+        """Keep the job's fresh answer for the next session."""
+        if self.kept is None:
+            return
+        self.misses += 1
+        old = self.previous.get(job.uid)
+        bucket = old.bucket if old is not None else bucket_of(job.uid)
+        quotes = "queue_chain" in reason.details or any(
+            (rec.get("details") or {}).get("refusal") is not None for rec in records)
+        self.current[job.uid] = JobEntry(job, job_fields(job), records, fit, self.queue_key(queue, quotes),
+                                         quotes, reason, memo_key, bucket)
+
+    def keep(self) -> None:
+        """Carry this session's entries (jobs gone or answered otherwise are dropped)."""
+        if self.kept is not None:
+            self.kept.entries = self.current
