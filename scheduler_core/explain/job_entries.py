@@ -11,8 +11,8 @@ or a rendering when all of it is unchanged:
 - what the session recorded for it: its candidate reasons and its tasks' fit errors, compared
   by value (`==`, C speed: no freezing);
 - what the answer reads around the job: the conf (the predicates, the queue plugin, the
-  actions) by identity, the nodes' facts (`node_facts_key`: allocatable, labels, taints,
-  unschedulable, compared once per session), its queue's state and the figures of its queue
+  actions) by identity, the nodes' facts (`node_facts`: allocatable, pod limits, labels,
+  taints, unschedulable, compared once per session), its queue's state and the figures of its queue
   chain that bound it (capability, guarantee, real capability), plus every figure of the chain
   when the reason quotes them (a quota refusal rendered at close, a queue limit's chain).
 
@@ -28,7 +28,7 @@ everything at once (one cycle in ten would be slow).
 
 from __future__ import annotations
 
-import weakref
+import copy
 import zlib
 from typing import TYPE_CHECKING, Any
 
@@ -36,8 +36,9 @@ from scheduler_core.explain.reason_memo import resource_key
 
 if TYPE_CHECKING:
     from scheduler_core.explain.reason_figures import CloseFigures
+    from scheduler_core.framework.node_table import NodeTable
     from scheduler_core.framework.session import Session
-    from scheduler_core.model import ClusterSnapshot, JobInfo, NodeInfo, QueueInfo
+    from scheduler_core.model import JobInfo, QueueInfo
     from scheduler_core.result import Reason
 
 REFRESH_EVERY = 10  # sessions between two fresh answers of one job (one bucket per session)
@@ -53,58 +54,66 @@ def bucket_of(uid: str) -> int:
     return zlib.crc32(uid.encode()) % REFRESH_EVERY
 
 
-def node_facts_key(nodes: dict[str, NodeInfo]) -> tuple:
-    """What NeverFits reads of the nodes: name, allocatable, labels, taints, unschedulable."""
-    return tuple((n.name, resource_key(n.allocatable), n.unschedulable, tuple(n.labels.items()),
-                  repr(n.taints) if n.taints else "") for n in nodes.values())
+def node_facts(table: NodeTable) -> tuple:
+    """What NeverFits reads of the nodes, in row order: the dimensions, allocatable, pod limits
+    and schedulable flags (the table's arrays, as bytes), and each node's name, labels and
+    taints (the live objects: `kept_facts` copies them for the next session's comparison)."""
+    arrays = (tuple(table.dims), table.allocatable.tobytes(), table.max_pods.tobytes(),
+              table.schedulable.tobytes())
+    return arrays, [(n.name, n.labels, n.taints) for n in table.nodes]
+
+
+def kept_facts(facts: tuple) -> tuple:
+    """A copy of `node_facts` that later changes to the nodes' labels or taints cannot reach."""
+    arrays, rows = facts
+    return arrays, [(name, dict(labels), copy.deepcopy(taints)) for name, labels, taints in rows]
 
 
 class JobEntry:
     """One job's reason with what it was computed from."""
 
-    __slots__ = ("job", "revision", "fields", "records", "fit", "queue_key", "quotes", "reason",
-                 "memo_key", "bucket")
+    __slots__ = ("job", "revision", "fields", "records", "fit", "bounds", "queue_key", "quotes",
+                 "reason", "memo_key", "never", "bucket")
 
     def __init__(self, job: JobInfo, fields: tuple, records: list[dict[str, Any]], fit: Any,
-                 queue_key: tuple, quotes: bool, reason: Reason, memo_key: tuple | None,
-                 bucket: int) -> None:
+                 bounds: tuple, queue_key: tuple, quotes: bool, reason: Reason,
+                 memo_key: tuple | None, never: Reason | None, bucket: int) -> None:
         self.job = job
         self.revision = job.revision
         self.fields = fields
         self.records = records
         self.fit = fit
+        self.bounds = bounds  # queue_key(queue, False): what the NeverFits answer reads
         self.queue_key = queue_key
         self.quotes = quotes
         self.reason = reason
         self.memo_key = memo_key
+        self.never = never  # the NeverFits answer before this session's fit details (None: fits)
         self.bucket = bucket
 
 
 def job_fields(job: JobInfo) -> tuple:
     """The job's own fields a reason reads besides its tasks (covered by `revision`)."""
-    return (job.phase, job.queue, job.min_available, tuple(job.task_min_available.items()),
+    return (job.phase, job.queue, job.min_available, dict(job.task_min_available),
             resource_key(job.min_resources))
 
 
+def same_fields(fields: tuple, job: JobInfo) -> bool:
+    """`fields == job_fields(job)` without building the tuple (the hot path of a hit)."""
+    phase, queue, min_available, task_min, min_resources = fields
+    return (phase is job.phase and queue == job.queue and min_available == job.min_available
+            and task_min == job.task_min_available and min_resources == resource_key(job.min_resources))
+
+
 class KeptEntries:
-    """The entries a kept snapshot carries from one session to the next."""
+    """The entries a kept snapshot carries from one session to the next (a part of its
+    framework.kept state: `run_session(kept=False)` answers every job afresh)."""
 
     def __init__(self) -> None:
         self.entries: dict[str, JobEntry] = {}
         self.conf: Any = None
         self.nodes: tuple | None = None
         self.sessions = 0
-
-
-_kept: weakref.WeakKeyDictionary[ClusterSnapshot, KeptEntries] = weakref.WeakKeyDictionary()
-
-
-def kept_entries(snapshot: ClusterSnapshot) -> KeptEntries:
-    """The entries the snapshot carries (made on first use; a weak map: they go with it)."""
-    kept = _kept.get(snapshot)
-    if kept is None:
-        kept = _kept[snapshot] = KeptEntries()
-    return kept
 
 
 class JobEntries:
@@ -123,10 +132,13 @@ class JobEntries:
             return
         self.refresh = kept.sessions % REFRESH_EVERY
         kept.sessions += 1
-        nodes = node_facts_key(ssn.nodes)
-        if (kept.conf is ssn.conf or kept.conf == ssn.conf) and kept.nodes == nodes:
+        nodes = node_facts(ssn.node_table)
+        same_nodes = kept.nodes == nodes  # labels and taints compared by value (kept ones are copies)
+        if (kept.conf is ssn.conf or kept.conf == ssn.conf) and same_nodes:
             self.previous = kept.entries
-        kept.conf, kept.nodes = ssn.conf, nodes
+        kept.conf = ssn.conf
+        if not same_nodes:
+            kept.nodes = kept_facts(nodes)
 
     def queue_key(self, queue: QueueInfo, quotes: bool) -> tuple:
         """The queue's state and its chain's bounding figures (every figure when `quotes`)."""
@@ -157,7 +169,7 @@ class JobEntries:
                 or entry.revision != job.revision:
             return None
         try:
-            same = (entry.fields == job_fields(job) and entry.records == records and entry.fit == fit
+            same = (same_fields(entry.fields, job) and entry.records == records and entry.fit == fit
                     and entry.queue_key == self.queue_key(queue, entry.quotes))
         except Exception:  # a details value without a plain `==` (e.g. an array): answer afresh
             same = False
@@ -167,9 +179,19 @@ class JobEntries:
         self.current[job.uid] = entry
         return entry.reason, entry.memo_key
 
+    def never_of(self, job: JobInfo, queue: QueueInfo) -> tuple[Reason | None] | None:
+        """(the kept NeverFits answer,) when the job, its queue's bounds and the nodes are those it
+        was computed from (the records may differ: a quota message moved), else None."""
+        entry = self.previous.get(job.uid)
+        if entry is None or entry.bucket == self.refresh or entry.job is not job \
+                or entry.revision != job.revision or not same_fields(entry.fields, job) \
+                or entry.bounds != self.queue_key(queue, False):
+            return None
+        return (entry.never,)
+
     def put(self, job: JobInfo, queue: QueueInfo, records: list[dict[str, Any]], fit: Any,
-            reason: Reason, memo_key: tuple | None) -> None:
-        """Keep the job's fresh answer for the next session."""
+            reason: Reason, memo_key: tuple | None, never: Reason | None) -> None:
+        """Keep the job's fresh answer (and its NeverFits answer) for the next session."""
         if self.kept is None:
             return
         self.misses += 1
@@ -177,8 +199,9 @@ class JobEntries:
         bucket = old.bucket if old is not None else bucket_of(job.uid)
         quotes = "queue_chain" in reason.details or any(
             (rec.get("details") or {}).get("refusal") is not None for rec in records)
-        self.current[job.uid] = JobEntry(job, job_fields(job), records, fit, self.queue_key(queue, quotes),
-                                         quotes, reason, memo_key, bucket)
+        self.current[job.uid] = JobEntry(job, job_fields(job), records, fit, self.queue_key(queue, False),
+                                         self.queue_key(queue, quotes), quotes, reason, memo_key, never,
+                                         bucket)
 
     def keep(self) -> None:
         """Carry this session's entries (jobs gone or answered otherwise are dropped)."""

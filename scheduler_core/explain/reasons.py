@@ -86,7 +86,10 @@ def _details(chosen: dict[str, Any] | None, fit: tuple[int, dict[str, int]] | No
 
 def _invalid_record(records: list[dict[str, Any]]) -> dict[str, Any] | None:
     for rec in records:  # the first InvalidJob record (recording order)
-        if _code(rec.get("code")) is ReasonCode.InvalidJob:
+        code = rec.get("code")
+        if code.__class__ is not ReasonCode:  # a plain string (or foreign enum) recorded
+            code = _code(code)
+        if code is ReasonCode.InvalidJob:
             return rec
     return None
 
@@ -119,9 +122,16 @@ def job_reason(ssn: Session, job: JobInfo, unbound: list[str] | None = None, clo
             if hit[1] is not None and close.memo is not None:
                 close.memo.carry(hit[1], hit[0])
             return hit[0]
-    reason, memo_key = _fresh_reason(ssn, close, job, _unbound(ssn, job, unbound), list(raw), queue)
+    known = entries.never_of(job, queue) if entries is not None else None
+    if known is not None:  # the NeverFits answer of an unchanged job, on unchanged nodes and bounds
+        never = known[0]
+    else:
+        never = close.never_fits.check(job)
+        if never is not None:  # kept as computed: this session's fit details go to a copy
+            never = Reason(never.code, never.message, dict(never.details))
+    reason, memo_key = _fresh_reason(ssn, close, job, _unbound(ssn, job, unbound), list(raw), queue, never)
     if entries is not None:
-        entries.put(job, queue, raw, recorded, reason, memo_key)
+        entries.put(job, queue, raw, recorded, reason, memo_key, never)
     return reason
 
 
@@ -130,13 +140,14 @@ def _unbound(ssn: Session, job: JobInfo, unbound: list[str] | None) -> list[str]
 
 
 def _fresh_reason(ssn: Session, close: Any, job: JobInfo, unbound: list[str], records: list[dict[str, Any]],
-                  queue: Any) -> tuple[Reason, tuple | None]:
-    """(reason, its memo key or None) for a valid job: NeverFits, else the tail (memoised)."""
+                  queue: Any, never: Reason | None) -> tuple[Reason, tuple | None]:
+    """(reason, its memo key or None) for a valid job: `never` (its NeverFits answer), else the
+    tail (memoised)."""
     fit = _fit_of(ssn, job, unbound)
-    never = close.never_fits.check(job)
     if never is not None:
-        never.details.update(_details(None, fit))  # node_failures of this session's tries
-        return never, None
+        details = dict(never.details)
+        details.update(_details(None, fit))  # node_failures of this session's tries
+        return Reason(never.code, never.message, details), None
     by_code: dict[ReasonCode, list[dict[str, Any]]] = {}
     for rec in records:  # recording order within each code
         by_code.setdefault(_code(rec.get("code")), []).append(rec)
@@ -222,8 +233,11 @@ class CloseState:
         self.figures = CloseFigures(ssn)
         self.never_fits = NeverFitsIndex(ssn, self.figures)
         self.memo = ReasonMemo(self.figures, kept_memo(ssn.snapshot)) if memo else None
-        self.entries = job_entries.JobEntries(ssn, self.figures, job_entries.kept_entries(ssn.snapshot)) \
-            if memo and job_entries.enabled else None
+        kept = getattr(ssn, "kept", None)
+        self.entries = None
+        if memo and job_entries.enabled and kept is not None:
+            part = kept.part("reasons", job_entries.KeptEntries)
+            self.entries = job_entries.JobEntries(ssn, self.figures, part)
 
 
 def build_reasons(ssn: Session) -> dict[str, Reason]:

@@ -362,10 +362,25 @@ def close_session(ssn: Session) -> SessionResult:
     for task in ssn.placed.values():
         if task.status is TaskStatus.ALLOCATED:
             placed_here[task.job_uid] = placed_here.get(task.job_uid, 0) + 1
+    # A job whose tasks did not move since the last close (same object, same revision) and
+    # whose phase is the one that close gave it gets the same phase again: _final_phase is a
+    # function of the task counts and the phase, and a fixed point of its own answer.
+    phases: dict[str, tuple[JobInfo, int, JobPhase]] | None = None
+    kept_phases: dict[str, tuple[JobInfo, int, JobPhase]] = {}
+    if ssn.kept is not None:
+        phases = ssn.kept.part("close_phases", dict)
+    job_phase = res.job_phase
     for uid in sorted(ssn.jobs):
         job = ssn.jobs[uid]
-        job.phase = _final_phase(job, placed_here.get(uid, 0))
-        res.job_phase[uid] = job.phase.value
+        seen = phases.get(uid) if phases is not None else None
+        if seen is None or seen[0] is not job or seen[1] != job.revision or seen[2] is not job.phase \
+                or uid in placed_here:
+            job.phase = _final_phase(job, placed_here.get(uid, 0))
+            seen = (job, job.revision, job.phase)
+        kept_phases[uid] = seen
+        job_phase[uid] = job.phase.value
+    if ssn.kept is not None:
+        ssn.kept.parts["close_phases"] = kept_phases
     # Bound tasks move to Binding (same node and queue accounting), like Volcano's dispatch.
     for uid in res.binds:
         task = ssn.placed[uid]
