@@ -73,11 +73,11 @@ class JobEntry:
     """One job's reason with what it was computed from."""
 
     __slots__ = ("job", "revision", "fields", "records", "fit", "bounds", "queue_key", "quotes",
-                 "reason", "memo_key", "never", "bucket")
+                 "reason", "memo_key", "never", "part", "bucket")
 
     def __init__(self, job: JobInfo, fields: tuple, records: list[dict[str, Any]], fit: Any,
                  bounds: tuple, queue_key: tuple, quotes: bool, reason: Reason,
-                 memo_key: tuple | None, never: Reason | None, bucket: int) -> None:
+                 memo_key: tuple | None, never: Reason | None, part: tuple | None, bucket: int) -> None:
         self.job = job
         self.revision = job.revision
         self.fields = fields
@@ -89,6 +89,7 @@ class JobEntry:
         self.reason = reason
         self.memo_key = memo_key
         self.never = never  # the NeverFits answer before this session's fit details (None: fits)
+        self.part = part  # the job's part of its memo key (ReasonMemo.job_part), None when unused
         self.bucket = bucket
 
 
@@ -179,18 +180,19 @@ class JobEntries:
         self.current[job.uid] = entry
         return entry.reason, entry.memo_key
 
-    def never_of(self, job: JobInfo, queue: QueueInfo) -> tuple[Reason | None] | None:
-        """(the kept NeverFits answer,) when the job, its queue's bounds and the nodes are those it
-        was computed from (the records may differ: a quota message moved), else None."""
+    def never_of(self, job: JobInfo, queue: QueueInfo) -> tuple[Reason | None, tuple | None] | None:
+        """(the kept NeverFits answer, the kept job part of the memo key) when the job, its
+        queue's bounds and the nodes are those they were computed from (the records may differ:
+        a quota message moved), else None."""
         entry = self.previous.get(job.uid)
         if entry is None or entry.bucket == self.refresh or entry.job is not job \
                 or entry.revision != job.revision or not same_fields(entry.fields, job) \
                 or entry.bounds != self.queue_key(queue, False):
             return None
-        return (entry.never,)
+        return entry.never, entry.part
 
     def put(self, job: JobInfo, queue: QueueInfo, records: list[dict[str, Any]], fit: Any,
-            reason: Reason, memo_key: tuple | None, never: Reason | None) -> None:
+            reason: Reason, memo_key: tuple | None, never: Reason | None, part: tuple | None) -> None:
         """Keep the job's fresh answer (and its NeverFits answer) for the next session."""
         if self.kept is None:
             return
@@ -201,7 +203,7 @@ class JobEntries:
             (rec.get("details") or {}).get("refusal") is not None for rec in records)
         self.current[job.uid] = JobEntry(job, job_fields(job), records, fit, self.queue_key(queue, False),
                                          self.queue_key(queue, quotes), quotes, reason, memo_key, never,
-                                         bucket)
+                                         part, bucket)
 
     def keep(self) -> None:
         """Carry this session's entries (jobs gone or answered otherwise are dropped)."""

@@ -123,15 +123,17 @@ def job_reason(ssn: Session, job: JobInfo, unbound: list[str] | None = None, clo
                 close.memo.carry(hit[1], hit[0])
             return hit[0]
     known = entries.never_of(job, queue) if entries is not None else None
+    part = None
     if known is not None:  # the NeverFits answer of an unchanged job, on unchanged nodes and bounds
-        never = known[0]
+        never, part = known
     else:
         never = close.never_fits.check(job)
         if never is not None:  # kept as computed: this session's fit details go to a copy
             never = Reason(never.code, never.message, dict(never.details))
-    reason, memo_key = _fresh_reason(ssn, close, job, _unbound(ssn, job, unbound), list(raw), queue, never)
+    reason, memo_key, part = _fresh_reason(ssn, close, job, _unbound(ssn, job, unbound), list(raw), queue,
+                                           never, part)
     if entries is not None:
-        entries.put(job, queue, raw, recorded, reason, memo_key, never)
+        entries.put(job, queue, raw, recorded, reason, memo_key, never, part)
     return reason
 
 
@@ -140,26 +142,28 @@ def _unbound(ssn: Session, job: JobInfo, unbound: list[str] | None) -> list[str]
 
 
 def _fresh_reason(ssn: Session, close: Any, job: JobInfo, unbound: list[str], records: list[dict[str, Any]],
-                  queue: Any, never: Reason | None) -> tuple[Reason, tuple | None]:
-    """(reason, its memo key or None) for a valid job: `never` (its NeverFits answer), else the
-    tail (memoised)."""
+                  queue: Any, never: Reason | None,
+                  part: tuple | None) -> tuple[Reason, tuple | None, tuple | None]:
+    """(reason, its memo key or None, the job part of the key) for a valid job: `never` (its
+    NeverFits answer), else the tail (memoised; `part`: the job part when known)."""
     fit = _fit_of(ssn, job, unbound)
     if never is not None:
         details = dict(never.details)
         details.update(_details(None, fit))  # node_failures of this session's tries
-        return Reason(never.code, never.message, details), None
+        return Reason(never.code, never.message, details), None, part
     by_code: dict[ReasonCode, list[dict[str, Any]]] = {}
     for rec in records:  # recording order within each code
         by_code.setdefault(_code(rec.get("code")), []).append(rec)
     memo = getattr(close, "memo", None)
     if memo is None:
-        return _tail_reason(close, job, unbound, by_code, fit, queue), None
-    key = memo.key(job, queue, records, fit, len(unbound))
+        return _tail_reason(close, job, unbound, by_code, fit, queue), None, None
+    key = memo.key(job, queue, records, fit, len(unbound), part)
+    part = memo.last_part
     hit = memo.get(key, fresh=close.entries is not None and close.entries.due(job))
     if hit is not None:
-        return hit, key
+        return hit, key, part
     reason = memo.put(key, job, _tail_reason(close, job, unbound, by_code, fit, queue))
-    return reason, key if memo.current.get(key) is reason else None  # a key only for a shared one
+    return reason, key if memo.current.get(key) is reason else None, part  # a key only for a shared one
 
 
 def _tail_reason(close: Any, job: JobInfo, unbound: list[str],
@@ -232,7 +236,7 @@ class CloseState:
 
         self.figures = CloseFigures(ssn)
         self.never_fits = NeverFitsIndex(ssn, self.figures)
-        self.memo = ReasonMemo(self.figures, kept_memo(ssn.snapshot)) if memo else None
+        self.memo = ReasonMemo(self.figures, *kept_memo(ssn.snapshot)) if memo else None
         kept = getattr(ssn, "kept", None)
         self.entries = None
         if memo and job_entries.enabled and kept is not None:

@@ -365,8 +365,8 @@ def close_session(ssn: Session) -> SessionResult:
     # A job whose tasks did not move since the last close (same object, same revision) and
     # whose phase is the one that close gave it gets the same phase again: _final_phase is a
     # function of the task counts and the phase, and a fixed point of its own answer.
-    phases: dict[str, tuple[JobInfo, int, JobPhase]] | None = None
-    kept_phases: dict[str, tuple[JobInfo, int, JobPhase]] = {}
+    phases: dict[str, tuple[JobInfo, int, JobPhase, str]] | None = None
+    kept_phases: dict[str, tuple[JobInfo, int, JobPhase, str]] = {}
     if ssn.kept is not None:
         phases = ssn.kept.part("close_phases", dict)
     job_phase = res.job_phase
@@ -376,9 +376,9 @@ def close_session(ssn: Session) -> SessionResult:
         if seen is None or seen[0] is not job or seen[1] != job.revision or seen[2] is not job.phase \
                 or uid in placed_here:
             job.phase = _final_phase(job, placed_here.get(uid, 0))
-            seen = (job, job.revision, job.phase)
+            seen = (job, job.revision, job.phase, job.phase.value)
         kept_phases[uid] = seen
-        job_phase[uid] = job.phase.value
+        job_phase[uid] = seen[3]
     if ssn.kept is not None:
         ssn.kept.parts["close_phases"] = kept_phases
     # Bound tasks move to Binding (same node and queue accounting), like Volcano's dispatch.
