@@ -189,6 +189,9 @@ class JobEntries:
                 or entry.revision != job.revision or not same_fields(entry.fields, job) \
                 or entry.bounds != self.queue_key(queue, False):
             return None
+        if entry.never is not None and "queue_chain" in entry.never.details \
+                and entry.queue_key != self.queue_key(queue, True):
+            return None  # a queue limit's answer quotes its chain's figures: they moved
         return entry.never, entry.part
 
     def put(self, job: JobInfo, queue: QueueInfo, records: list[dict[str, Any]], fit: Any,
