@@ -362,13 +362,10 @@ def close_session(ssn: Session) -> SessionResult:
     for task in ssn.placed.values():
         if task.status is TaskStatus.ALLOCATED:
             placed_here[task.job_uid] = placed_here.get(task.job_uid, 0) + 1
-    # A job whose tasks did not move since the last close (same object, same revision) and
-    # whose phase is the one that close gave it gets the same phase again: _final_phase is a
-    # function of the task counts and the phase, and a fixed point of its own answer.
-    phases: dict[str, tuple[JobInfo, int, JobPhase, str]] | None = None
+    # A job whose tasks did not move since the last close (same object and revision) and whose
+    # phase is the one that close gave it keeps it: _final_phase is a fixed point of its answer.
+    phases = ssn.kept.part("close_phases", dict) if ssn.kept is not None else None
     kept_phases: dict[str, tuple[JobInfo, int, JobPhase, str]] = {}
-    if ssn.kept is not None:
-        phases = ssn.kept.part("close_phases", dict)
     job_phase = res.job_phase
     for uid in sorted(ssn.jobs):
         job = ssn.jobs[uid]
