@@ -66,7 +66,16 @@ def node_facts(table: NodeTable) -> tuple:
 def kept_facts(facts: tuple) -> tuple:
     """A copy of `node_facts` that later changes to the nodes' labels or taints cannot reach."""
     arrays, rows = facts
-    return arrays, [(name, dict(labels), copy.deepcopy(taints)) for name, labels, taints in rows]
+    return arrays, [(name, dict(labels), [_copy_taint(t) for t in taints] if taints else [])
+                    for name, labels, taints in rows]
+
+
+def _copy_taint(taint: Any) -> Any:
+    # A taint is a flat dict of strings (key, value, effect): a shallow copy is a full one.
+    if isinstance(taint, dict) and all(isinstance(v, (str, int, float, bool)) or v is None
+                                       for v in taint.values()):
+        return dict(taint)
+    return copy.deepcopy(taint)
 
 
 class JobEntry:
