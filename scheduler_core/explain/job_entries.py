@@ -123,7 +123,6 @@ class KeptEntries:
         self.entries: dict[str, JobEntry] = {}
         self.conf: Any = None
         self.nodes: tuple | None = None
-        self.sessions = 0
 
 
 class JobEntries:
@@ -140,8 +139,8 @@ class JobEntries:
         self.refresh = -1
         if kept is None:
             return
-        self.refresh = kept.sessions % REFRESH_EVERY
-        kept.sessions += 1
+        # The framework's count of sessions on the snapshot (KeptState.sessions, 1 = the first).
+        self.refresh = (ssn.kept.sessions - 1) % REFRESH_EVERY if ssn.kept is not None else -1
         nodes = node_facts(ssn.node_table)
         same_nodes = kept.nodes == nodes  # labels and taints compared by value (kept ones are copies)
         if (kept.conf is ssn.conf or kept.conf == ssn.conf) and same_nodes:

@@ -239,7 +239,9 @@ class CloseState:
         self.memo = ReasonMemo(self.figures, *kept_memo(ssn.snapshot)) if memo else None
         kept = getattr(ssn, "kept", None)
         self.entries = None
-        if memo and job_entries.enabled and kept is not None:
+        # From a snapshot's second session on: a snapshot used once (a fresh build every cycle)
+        # would pay for entries nobody reads.
+        if memo and job_entries.enabled and kept is not None and kept.sessions > 1:
             part = kept.part("reasons", job_entries.KeptEntries)
             self.entries = job_entries.JobEntries(ssn, self.figures, part)
 

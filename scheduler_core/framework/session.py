@@ -363,8 +363,10 @@ def close_session(ssn: Session) -> SessionResult:
         if task.status is TaskStatus.ALLOCATED:
             placed_here[task.job_uid] = placed_here.get(task.job_uid, 0) + 1
     # A job whose tasks did not move since the last close (same object and revision) and whose
-    # phase is the one that close gave it keeps it: _final_phase is a fixed point of its answer.
-    phases = ssn.kept.part("close_phases", dict) if ssn.kept is not None else None
+    # phase is the one that close gave it keeps it (a fixed point of _final_phase); kept from a
+    # snapshot's second session on (one used once would keep them for nobody).
+    keep = ssn.kept is not None and ssn.kept.sessions > 1
+    phases = ssn.kept.part("close_phases", dict) if keep else None
     kept_phases: dict[str, tuple[JobInfo, int, JobPhase, str]] = {}
     job_phase = res.job_phase
     for uid in sorted(ssn.jobs):
@@ -376,7 +378,7 @@ def close_session(ssn: Session) -> SessionResult:
             seen = (job, job.revision, job.phase, job.phase.value)
         kept_phases[uid] = seen
         job_phase[uid] = seen[3]
-    if ssn.kept is not None:
+    if keep:
         ssn.kept.parts["close_phases"] = kept_phases
     # Bound tasks move to Binding (same node and queue accounting), like Volcano's dispatch.
     for uid in res.binds:

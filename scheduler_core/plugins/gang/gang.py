@@ -138,7 +138,7 @@ class GangPlugin(Plugin):
         conditions = ssn.result.conditions
         scheduled = PodGroupCondition(SCHEDULED, GANG_READY, "", ssn.now)  # one value, shared
         kept: dict[str, _Close] | None = None
-        if ssn.kept is not None:
+        if ssn.kept is not None and ssn.kept.sessions > 1:  # a snapshot used once keeps nothing
             kept = ssn.kept.parts.get("gang_close", {})
         seen: dict[str, _Close] = {}
         records = ssn.reason_records
@@ -160,7 +160,7 @@ class GangPlugin(Plugin):
                 conditions[uid] = condition
             if got.record is not None:  # None: pipelined, the gang is met (WaitingForPreemption)
                 records.setdefault(uid, []).append(got.record)  # as ssn.record_reason, one dict kept
-        if ssn.kept is not None:
+        if kept is not None:
             ssn.kept.parts["gang_close"] = seen
 
 
