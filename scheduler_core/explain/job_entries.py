@@ -11,7 +11,7 @@ or a rendering when all of it is unchanged:
 - what the session recorded for it: its candidate reasons and its tasks' fit errors, compared
   by value (`==`, C speed: no freezing);
 - what the answer reads around the job: the conf (the predicates, the queue plugin, the
-  actions) by identity, the nodes' facts (`node_facts`: allocatable, pod limits, labels,
+  actions), the same or equal, the nodes' facts (`node_facts`: allocatable, pod limits, labels,
   taints, unschedulable, compared once per session), its queue's state and the figures of its queue
   chain that bound it (capability, guarantee, real capability), plus every figure of the chain
   when the reason quotes them (a quota refusal rendered at close, a queue limit's chain).
