@@ -84,47 +84,86 @@ def _details(chosen: dict[str, Any] | None, fit: tuple[int, dict[str, int]] | No
     return details
 
 
-def job_reason(ssn: Session, job: JobInfo, unbound: list[str], close: Any = None) -> Reason:
+def _invalid_record(records: list[dict[str, Any]]) -> dict[str, Any] | None:
+    for rec in records:  # the first InvalidJob record (recording order)
+        code = rec.get("code")
+        if code.__class__ is not ReasonCode:  # a plain string (or foreign enum) recorded
+            code = _code(code)
+        if code is ReasonCode.InvalidJob:
+            return rec
+    return None
+
+
+def job_reason(ssn: Session, job: JobInfo, unbound: list[str] | None = None, close: Any = None) -> Reason:
     """The most specific reason for one job (see the module docstring for the order).
 
-    `close` is build_reasons' per-session CloseState (figures, NeverFits index); built when None.
+    `close` is build_reasons' per-session CloseState (figures, NeverFits index, kept entries);
+    built when None. `unbound`: unbound_tasks(ssn, job), computed when None (a kept entry's
+    answer does not need it).
     """
     if close is None:
         close = CloseState(ssn)
-    records = list(getattr(ssn, "reason_records", {}).get(job.uid) or [])
+    raw = getattr(ssn, "reason_records", {}).get(job.uid) or []
+    recorded = getattr(ssn, "fit_errors", {}).get(job.uid)
+    queue = ssn.queues.get(job.queue)
+    rec = _invalid_record(raw)
+    if rec is not None or queue is None:
+        message = str(rec.get("message", "")) if rec is not None else f"queue {job.queue} does not exist"
+        fit = _fit_of(ssn, job, _unbound(ssn, job, unbound))
+        return Reason(ReasonCode.InvalidJob, message, _details(rec, fit))
+    invalid = ssn.job_valid(job)
+    if invalid is not None:
+        return Reason(ReasonCode.InvalidJob, invalid.message or invalid.reason or "job is not valid",
+                      _details(None, _fit_of(ssn, job, _unbound(ssn, job, unbound))))
+    entries = getattr(close, "entries", None)
+    if entries is not None:
+        hit = entries.get(job, queue, raw, recorded)
+        if hit is not None:
+            if hit[1] is not None and close.memo is not None:
+                close.memo.carry(hit[1], hit[0])
+            return hit[0]
+    known = entries.never_of(job, queue) if entries is not None else None
+    part = None
+    if known is not None:  # the NeverFits answer of an unchanged job, on unchanged nodes and bounds
+        never, part = known
+    else:
+        never = close.never_fits.check(job)
+        if never is not None:  # kept as computed: this session's fit details go to a copy
+            never = Reason(never.code, never.message, dict(never.details))
+    reason, memo_key, part = _fresh_reason(ssn, close, job, _unbound(ssn, job, unbound), list(raw), queue,
+                                           never, part)
+    if entries is not None:
+        entries.put(job, queue, raw, recorded, reason, memo_key, never, part)
+    return reason
+
+
+def _unbound(ssn: Session, job: JobInfo, unbound: list[str] | None) -> list[str]:
+    return unbound_tasks(ssn, job) if unbound is None else unbound
+
+
+def _fresh_reason(ssn: Session, close: Any, job: JobInfo, unbound: list[str], records: list[dict[str, Any]],
+                  queue: Any, never: Reason | None,
+                  part: tuple | None) -> tuple[Reason, tuple | None, tuple | None]:
+    """(reason, its memo key or None, the job part of the key) for a valid job: `never` (its
+    NeverFits answer), else the tail (memoised; `part`: the job part when known)."""
     fit = _fit_of(ssn, job, unbound)
+    if never is not None:
+        details = dict(never.details)
+        details.update(_details(None, fit))  # node_failures of this session's tries
+        return Reason(never.code, never.message, details), None, part
     by_code: dict[ReasonCode, list[dict[str, Any]]] = {}
     for rec in records:  # recording order within each code
         by_code.setdefault(_code(rec.get("code")), []).append(rec)
-
-    def first(code: ReasonCode) -> dict[str, Any] | None:
-        recs = by_code.get(code)
-        return recs[0] if recs else None
-
-    def pick(code: ReasonCode, message: str, rec: dict[str, Any] | None = None) -> Reason:
-        return Reason(code, message, _details(rec, fit))
-
-    queue = ssn.queues.get(job.queue)
-    rec = first(ReasonCode.InvalidJob)
-    if rec is not None:
-        return pick(ReasonCode.InvalidJob, str(rec.get("message", "")), rec)
-    if queue is None:
-        return pick(ReasonCode.InvalidJob, f"queue {job.queue} does not exist")
-    invalid = ssn.job_valid(job)
-    if invalid is not None:
-        return pick(ReasonCode.InvalidJob, invalid.message or invalid.reason or "job is not valid")
-    never = close.never_fits.check(job)
-    if never is not None:
-        never.details.update(_details(None, fit))  # node_failures of this session's tries
-        return never
     memo = getattr(close, "memo", None)
     if memo is None:
-        return _tail_reason(close, job, unbound, by_code, fit, queue)
-    key = memo.key(job, queue, records, fit, len(unbound))
-    hit = memo.get(key)
+        return _tail_reason(close, job, unbound, by_code, fit, queue), None, None
+    key = memo.key(job, queue, records, fit, len(unbound), part)
+    part = memo.last_part
+    hit = memo.get(key, fresh=close.entries is not None and close.entries.due(job))
     if hit is not None:
-        return hit
-    return memo.put(key, job, _tail_reason(close, job, unbound, by_code, fit, queue))
+        return hit, key, part
+    reason = memo.put(key, job, _tail_reason(close, job, unbound, by_code, fit, queue))
+    return reason, key if memo.current.get(key) is reason else None, part  # a key only for a shared one
 
 
 def _tail_reason(close: Any, job: JobInfo, unbound: list[str],
@@ -185,18 +224,26 @@ def _tail_reason(close: Any, job: JobInfo, unbound: list[str],
 
 
 class CloseState:
-    """What build_reasons computes once per session: the close figures, the NeverFits index and
-    the renderings shared by jobs with the same inputs (`memo`, reason_memo; None = every job
-    rendered on its own)."""
+    """What build_reasons computes once per session: the close figures, the NeverFits index,
+    the renderings shared by jobs with the same inputs (`memo`, reason_memo) and the answers
+    kept per job across sessions (`entries`, job_entries); None = every job rendered on its own."""
 
     def __init__(self, ssn: Session, memo: bool = False) -> None:
+        from scheduler_core.explain import job_entries
         from scheduler_core.explain.never_fits import NeverFitsIndex
         from scheduler_core.explain.reason_figures import CloseFigures
         from scheduler_core.explain.reason_memo import ReasonMemo, kept_memo
 
         self.figures = CloseFigures(ssn)
         self.never_fits = NeverFitsIndex(ssn, self.figures)
-        self.memo = ReasonMemo(self.figures, kept_memo(ssn.snapshot)) if memo else None
+        self.memo = ReasonMemo(self.figures, *kept_memo(ssn.snapshot)) if memo else None
+        kept = getattr(ssn, "kept", None)
+        self.entries = None
+        # From a snapshot's second session on: a snapshot used once (a fresh build every cycle)
+        # would pay for entries nobody reads.
+        if memo and job_entries.enabled and kept is not None and kept.sessions > 1:
+            part = kept.part("reasons", job_entries.KeptEntries)
+            self.entries = job_entries.JobEntries(ssn, self.figures, part)
 
 
 def build_reasons(ssn: Session) -> dict[str, Reason]:
@@ -216,11 +263,13 @@ def build_reasons(ssn: Session) -> dict[str, Reason]:
         job = ssn.jobs[uid]
         if uid not in ssn.quarantined:
             idx = job.task_status_index
-            if not (idx.get(waiting[0]) or idx.get(waiting[1]) or idx.get(waiting[2])):
-                continue  # nothing unbound (unbound_tasks would be empty)
-            unbound = unbound_tasks(ssn, job)
-            if not unbound:
-                continue
+            unbound = None  # a Pending or Pipelined task is unbound: computed when needed
+            if not (idx.get(waiting[0]) or idx.get(waiting[1])):
+                if not idx.get(waiting[2]):
+                    continue  # nothing unbound (unbound_tasks would be empty)
+                unbound = unbound_tasks(ssn, job)
+                if not unbound:
+                    continue  # every Allocated task is bound
             try:
                 out[uid] = job_reason(ssn, job, unbound, close)
                 continue
@@ -230,4 +279,6 @@ def build_reasons(ssn: Session) -> dict[str, Reason]:
         out[uid] = Reason(ReasonCode.InvalidJob, error.reason_message(), {"error": error.to_json()})
     if close.memo is not None:
         reason_memo.keep(ssn.snapshot, close.memo)
+    if close.entries is not None:
+        close.entries.keep()
     return out

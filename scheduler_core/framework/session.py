@@ -365,10 +365,24 @@ def close_session(ssn: Session) -> SessionResult:
     for task in ssn.placed.values():
         if task.status is TaskStatus.ALLOCATED:
             placed_here[task.job_uid] = placed_here.get(task.job_uid, 0) + 1
+    # A job whose tasks did not move since the last close (same object, revision and minimum) and
+    # whose phase is the one that close gave it keeps it (a fixed point of _final_phase); kept from a
+    # snapshot's second session on (one used once would keep them for nobody).
+    keep = ssn.kept is not None and ssn.kept.sessions > 1
+    phases = ssn.kept.part("close_phases", dict) if keep else None
+    kept_phases: dict[str, tuple[JobInfo, int, JobPhase, str, int]] = {}
+    job_phase = res.job_phase
     for uid in sorted(ssn.own_jobs):
         job = ssn.jobs[uid]
-        job.phase = _final_phase(job, placed_here.get(uid, 0))
-        res.job_phase[uid] = job.phase.value
+        seen = phases.get(uid) if phases is not None else None
+        if seen is None or seen[0] is not job or seen[1] != job.revision or seen[2] is not job.phase \
+                or seen[4] != job.min_available or uid in placed_here:
+            job.phase = _final_phase(job, placed_here.get(uid, 0))
+            seen = (job, job.revision, job.phase, job.phase.value, job.min_available)
+        kept_phases[uid] = seen
+        job_phase[uid] = seen[3]
+    if keep:
+        ssn.kept.parts["close_phases"] = kept_phases
     # Bound tasks move to Binding (same node and queue accounting), like Volcano's dispatch.
     for uid in res.binds:
         task = ssn.placed[uid]

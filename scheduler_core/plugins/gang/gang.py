@@ -16,7 +16,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from scheduler_core.framework.interface import Plugin, ValidateResult
 from scheduler_core.model import TaskStatus
@@ -131,22 +131,59 @@ class GangPlugin(Plugin):
 
     def on_session_close(self, ssn: Session) -> None:
         """For every job that is not ready: a GangUnschedulable reason (unless pipelined) and an
-        Unschedulable condition (unless releasing); a ready job gets a Scheduled condition."""
-        from scheduler_core.framework.records import ReasonCode, gang_message
+        Unschedulable condition (unless releasing); a ready job gets a Scheduled condition.
 
+        With a kept snapshot (framework.kept), a job whose tasks did not move since the last
+        close (same object, revision and minimum) reuses what that close worked out (_Close)."""
         conditions = ssn.result.conditions
         scheduled = PodGroupCondition(SCHEDULED, GANG_READY, "", ssn.now)  # one value, shared
+        kept: dict[str, _Close] | None = None
+        if ssn.kept is not None and ssn.kept.sessions > 1:  # a snapshot used once keeps nothing
+            kept = ssn.kept.parts.get("gang_close", {})
+        seen: dict[str, _Close] = {}
+        records = ssn.reason_records
         for uid in sorted(ssn.own_jobs):
             job = ssn.jobs[uid]
-            if job.is_ready():
+            got = kept.get(uid) if kept is not None else None
+            if got is None or got.job is not job or got.revision != job.revision \
+                    or got.min_available != job.min_available:
+                got = _Close(job, self.name)
+            seen[uid] = got
+            if got.ready:
                 conditions[uid] = scheduled
                 continue
-            message = gang_message(job)
-            if not skip_unschedulable_for_releasing(job):
-                conditions[uid] = PodGroupCondition(UNSCHEDULABLE, NOT_ENOUGH_RESOURCES, message, ssn.now)
-            placed = job.ready_task_num() + job.waiting_task_num()
-            if placed >= job.min_available:
-                continue  # pipelined: the gang is met, it waits for resources (WaitingForPreemption)
-            ssn.record_reason(uid, ReasonCode.GangUnschedulable, message, self.name,
-                              {"min_available": job.min_available, "placed": placed,
-                               "tasks": len(job.tasks)})
+            if not got.skip:
+                condition = got.condition
+                if condition is None or condition.transition_time != ssn.now:
+                    condition = got.condition = PodGroupCondition(UNSCHEDULABLE, NOT_ENOUGH_RESOURCES,
+                                                                  got.message, ssn.now)
+                conditions[uid] = condition
+            if got.record is not None:  # None: pipelined, the gang is met (WaitingForPreemption)
+                records.setdefault(uid, []).append(got.record)  # as ssn.record_reason, one dict kept
+        if kept is not None:
+            ssn.kept.parts["gang_close"] = seen
+
+
+class _Close:
+    """What the gang close works out for one job from its tasks alone (a function of them)."""
+
+    __slots__ = ("job", "revision", "min_available", "ready", "message", "skip", "record", "condition")
+
+    def __init__(self, job: JobInfo, plugin: str) -> None:
+        from scheduler_core.framework.records import ReasonCode, gang_message
+
+        self.job, self.revision, self.min_available = job, job.revision, job.min_available
+        self.ready = job.is_ready()
+        self.message = ""
+        self.record: dict[str, Any] | None = None
+        self.condition: PodGroupCondition | None = None
+        self.skip = False
+        if self.ready:
+            return
+        self.message = gang_message(job)
+        self.skip = skip_unschedulable_for_releasing(job)
+        placed = job.ready_task_num() + job.waiting_task_num()
+        if placed < job.min_available:
+            self.record = {"code": ReasonCode.GangUnschedulable, "message": self.message, "plugin": plugin,
+                           "details": {"min_available": job.min_available, "placed": placed,
+                                       "tasks": len(job.tasks)}}

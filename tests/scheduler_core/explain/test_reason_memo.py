@@ -9,7 +9,7 @@ import pytest
 
 from scheduler_core.bench.generator import build_world
 from scheduler_core.bench.snapshot import Churn, conf_of, to_snapshot
-from scheduler_core.explain import reason_memo
+from scheduler_core.explain import job_entries, reason_memo
 from scheduler_core.explain.reason_memo import freeze
 from scheduler_core.explain.reasons import ReasonCode
 from scheduler_core.framework.conf import parse_conf
@@ -65,13 +65,16 @@ def test_jobs_of_one_shape_share_and_a_kept_snapshot_keeps_the_object():
     assert second.reasons["ns/g0"] is a and second.reasons["ns/g1"] is a
 
 
-def test_a_kept_rendering_is_dropped_every_refresh_cycles(monkeypatch):
-    monkeypatch.setattr(reason_memo, "REFRESH_EVERY", 3)
+def test_a_job_is_answered_afresh_once_every_refresh_sessions(monkeypatch):
+    # job_entries spreads the refresh: the job's bucket comes up once every REFRESH_EVERY
+    # sessions, and only then is its reason rendered again (equal, a new object).
+    monkeypatch.setattr(job_entries, "REFRESH_EVERY", 3)
     snap = _stuck_cluster()
-    seen = [run(snap).reasons["ns/g0"] for _ in range(4)]
-    assert seen[0] is seen[1]
-    assert seen[2] is not seen[1] and seen[2].to_json() == seen[1].to_json()  # the third session
-    assert seen[3] is seen[2]
+    seen = [run(snap).reasons["ns/g0"] for _ in range(7)]
+    due = job_entries.bucket_of("ns/g0")
+    for k in range(1, 7):
+        assert (seen[k] is not seen[k - 1]) == (k % 3 == due), k
+        assert seen[k].to_json() == seen[0].to_json()
 
 
 def test_a_reason_quoting_its_job_is_not_shared():
