@@ -10,6 +10,7 @@ again (how long it lasted), not once per try.
 from __future__ import annotations
 
 import logging
+import signal
 import time
 from collections.abc import Callable
 
@@ -48,6 +49,18 @@ class Outage:
             logger.warning("scheduler: steps run again after %.1f s (%d failed tries)",
                            self.clock() - self.since, self.failures)
         self.since, self.failures = None, 0
+
+
+def stop_on_signals() -> Callable[[], bool]:
+    """A `stopped` for run_loop: true once SIGTERM or SIGINT arrived (the loop ends after its step)."""
+    stop = [False]
+
+    def _stop(*_: object) -> None:
+        stop[0] = True
+
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+    return lambda: stop[0]
 
 
 def run_loop(step: Callable[[], dict], period: float, *, stopped: Callable[[], bool],

@@ -3,14 +3,13 @@ needed), of the unsharded instance or of one shard's (schedweb.scheduling.shard_
 
 from __future__ import annotations
 
-import signal
 from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
 from schedweb.scheduling.forecast_task import after_cycle
-from schedweb.scheduling.loop import run_loop
+from schedweb.scheduling.loop import run_loop, stop_on_signals
 from schedweb.scheduling.tasks import cycle_and_agent
 
 
@@ -36,15 +35,8 @@ class Command(BaseCommand):
         if once:
             self._report(self._step(), verbose)
             return
-        stop = False
-
-        def _stop(*_: Any) -> None:
-            nonlocal stop
-            stop = True
-
-        signal.signal(signal.SIGTERM, _stop)
-        signal.signal(signal.SIGINT, _stop)
-        run_loop(self._step, period, stopped=lambda: stop,
+        stopped = stop_on_signals()
+        run_loop(self._step, period, stopped=stopped,
                  report=lambda summary: self._report(summary, verbose))
 
     _shard = ""

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import signal
 from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
-from schedweb.scheduling.loop import run_loop
+from schedweb.scheduling.loop import run_loop, stop_on_signals
 from schedweb.scheduling.shard_controller import controller_step
 
 
@@ -29,14 +28,7 @@ class Command(BaseCommand):
         if once:
             self.stdout.write(str(controller_step()))
             return
-        stop = False
-
-        def _stop(*_: Any) -> None:
-            nonlocal stop
-            stop = True
-
-        signal.signal(signal.SIGTERM, _stop)
-        signal.signal(signal.SIGINT, _stop)
+        stopped = stop_on_signals()
         verbose = options.get("verbosity", 1) > 1
-        run_loop(controller_step, period, stopped=lambda: stop,
+        run_loop(controller_step, period, stopped=stopped,
                  report=lambda summary: (verbose or summary["changed"]) and self.stdout.write(str(summary)))
