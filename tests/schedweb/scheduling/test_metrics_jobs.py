@@ -17,7 +17,7 @@ from schedweb.scheduling.cycle import cycle_run
 from schedweb.scheduling.metrics_latency import PREEMPTION_ATTEMPTS
 from schedweb.scheduling.models import MetricsBody
 
-from .conftest import make_cluster, submit
+from .conftest import SIMPLE_CONF, make_cluster, submit
 from .test_metrics import samples, scrape
 
 pytestmark = pytest.mark.django_db
@@ -145,17 +145,7 @@ def test_a_live_render_in_another_process_has_the_families_without_samples(clien
     assert _jobs_with_series(samples(text)) == set()
 
 
-PREEMPT_CONF = """\
-actions: "enqueue, allocate, preempt"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-- plugins:
-  - name: drf
-  - name: predicates
-  - name: proportion
-"""
+PREEMPT_CONF = SIMPLE_CONF.replace('"enqueue, allocate, backfill"', '"enqueue, allocate, preempt"')
 
 
 def test_preemption_attempts_are_counted_and_kept(client):
