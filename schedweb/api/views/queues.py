@@ -10,7 +10,7 @@ from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import APIException, PermissionDenied
+from rest_framework.exceptions import PermissionDenied
 from rest_framework.filters import OrderingFilter
 from rest_framework.response import Response
 from rest_framework.serializers import DateTimeField
@@ -27,6 +27,7 @@ from schedweb.api.serializers.queues import (
     history_body,
     queue_node,
 )
+from schedweb.api.versions import etag, expected_version, stale
 from schedweb.api.views.base import access, location, validated
 from schedweb.core import services
 from schedweb.core.access import ADMIN_GROUPS, ADMIN_USERS, SUBMITTER_GROUPS, SUBMITTER_USERS
@@ -34,41 +35,6 @@ from schedweb.core.filtersets import QueueFilterSet
 from schedweb.core.models import Queue
 from schedweb.core.queue_services import StaleVersion
 from schedweb.scheduling.selectors import queue_tree
-
-
-class PreconditionFailed(APIException):
-    """412: the If-Match names a version of the queue that is not the current one."""
-
-    status_code = 412
-    default_code = "precondition_failed"
-    default_detail = "The queue has changed since that version (If-Match); read it again."
-
-
-def queue_etag(queue: Queue) -> str:
-    """The queue's ETag: its optimistic version (schedweb.core.models.Queue.version)."""
-    return f'"{queue.pk}-{queue.version}"'
-
-
-def expected_version(request, queue: Queue) -> int | None:
-    """The version an If-Match header asks for (None: no header, or `*`); a tag that is not one
-    of this queue's versions is a 412 at once. The service compares it again under its lock."""
-    header = request.headers.get("If-Match")
-    if header is None or header.strip() == "*":
-        return None
-    versions = []
-    for tag in header.split(","):
-        tag = tag.strip().removeprefix("W/").strip('"')
-        pk, _, version = tag.partition("-")
-        if pk == str(queue.pk) and version.isdigit():
-            versions.append(int(version))
-    if queue.version in versions:
-        return queue.version
-    raise PreconditionFailed(f"If-Match {header.strip()} does not name the current version of queue "
-                             f"{queue.name} (ETag {queue_etag(queue)}); read it again and retry.")
-
-
-def _precondition(exc: StaleVersion) -> PreconditionFailed:
-    return PreconditionFailed("; ".join(exc.messages))
 
 
 class QueueViewSet(viewsets.GenericViewSet):
@@ -93,7 +59,7 @@ class QueueViewSet(viewsets.GenericViewSet):
         headers = location("queue", queue.name) if code == status.HTTP_201_CREATED else None
         response = Response(QueueSerializer(queue, context=self.get_serializer_context()).data, status=code,
                             headers=headers)
-        response["ETag"] = queue_etag(queue)
+        response["ETag"] = etag(queue)
         return response
 
     def list(self, request):
@@ -107,7 +73,7 @@ class QueueViewSet(viewsets.GenericViewSet):
         that version: 412 when the queue has changed since)."""
         queue = self.get_object()
         response = Response(self.get_serializer(queue).data)
-        response["ETag"] = queue_etag(queue)
+        response["ETag"] = etag(queue)
         return response
 
     def _update(self, request, partial: bool) -> Response:
@@ -115,9 +81,9 @@ class QueueViewSet(viewsets.GenericViewSet):
         queue = self.get_object()
         try:
             queue = commands.queue_update(access=access(request), queue=queue, data=data,
-                                          expected_version=expected_version(request, queue))
+                                          expected_version=expected_version(request, queue, "queue"))
         except StaleVersion as exc:
-            raise _precondition(exc) from None
+            raise stale(exc) from None
         return self._respond(queue)
 
     @extend_schema(request=QueueWriteSerializer, responses={201: QueueSerializer})
@@ -147,9 +113,9 @@ class QueueViewSet(viewsets.GenericViewSet):
                                    "delete it.")
         try:
             services.queue_delete(queue=queue, actor=request.user,
-                                  expected_version=expected_version(request, queue))
+                                  expected_version=expected_version(request, queue, "queue"))
         except StaleVersion as exc:
-            raise _precondition(exc) from None
+            raise stale(exc) from None
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     def _set_state(self, request, state: str) -> Response:

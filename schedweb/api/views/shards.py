@@ -5,44 +5,17 @@ from __future__ import annotations
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status, viewsets
-from rest_framework.exceptions import APIException
 from rest_framework.filters import OrderingFilter
 from rest_framework.response import Response
 
 from schedweb.api.permissions import ReadAnyWriteStaff
 from schedweb.api.serializers.shards import NodeShardSerializer, NodeShardWriteSerializer
+from schedweb.api.versions import etag, expected_version, stale
 from schedweb.api.views.base import location, validated
 from schedweb.core import services
 from schedweb.core.filtersets import NodeShardFilterSet
 from schedweb.core.models import NodeShard
 from schedweb.core.queue_services import StaleVersion
-
-
-class ShardPreconditionFailed(APIException):
-    """412: the If-Match names a version of the shard that is not the current one."""
-
-    status_code = 412
-    default_code = "precondition_failed"
-    default_detail = "The NodeShard has changed since that version (If-Match); read it again."
-
-
-def shard_etag(shard: NodeShard) -> str:
-    """The shard's ETag: its optimistic version."""
-    return f'"{shard.pk}-{shard.version}"'
-
-
-def expected_version(request, shard: NodeShard) -> int | None:
-    """The version an If-Match asks for (None: no header or `*`); another one is a 412 at once
-    (the service compares it again under its lock)."""
-    header = request.headers.get("If-Match")
-    if header is None or header.strip() == "*":
-        return None
-    for tag in header.split(","):
-        pk, _, version = tag.strip().removeprefix("W/").strip('"').partition("-")
-        if pk == str(shard.pk) and version == str(shard.version):
-            return shard.version
-    raise ShardPreconditionFailed(f"If-Match {header.strip()} does not name the current version of NodeShard "
-                                  f"{shard.name} (ETag {shard_etag(shard)}); read it again and retry.")
 
 
 class NodeShardViewSet(viewsets.GenericViewSet):
@@ -61,7 +34,7 @@ class NodeShardViewSet(viewsets.GenericViewSet):
     def _respond(self, shard: NodeShard, code: int = status.HTTP_200_OK) -> Response:
         headers = location("nodeshard", shard.name) if code == status.HTTP_201_CREATED else None
         response = Response(NodeShardSerializer(shard).data, status=code, headers=headers)
-        response["ETag"] = shard_etag(shard)
+        response["ETag"] = etag(shard)
         return response
 
     def list(self, request):
@@ -86,10 +59,11 @@ class NodeShardViewSet(viewsets.GenericViewSet):
         data = validated(NodeShardWriteSerializer, request, partial=True)
         shard = self.get_object()
         try:
-            shard = services.node_shard_update(shard=shard, actor=request.user,
-                                               expected_version=expected_version(request, shard), **data)
+            version = expected_version(request, shard, "NodeShard")
+            shard = services.node_shard_update(shard=shard, actor=request.user, expected_version=version,
+                                               **data)
         except StaleVersion as exc:
-            raise ShardPreconditionFailed("; ".join(exc.messages)) from None
+            raise stale(exc) from None
         return self._respond(shard)
 
     @extend_schema(responses={204: OpenApiResponse(description="Deleted")})
@@ -98,7 +72,7 @@ class NodeShardViewSet(viewsets.GenericViewSet):
         shard = self.get_object()
         try:
             services.node_shard_delete(shard=shard, actor=request.user,
-                                       expected_version=expected_version(request, shard))
+                                       expected_version=expected_version(request, shard, "NodeShard"))
         except StaleVersion as exc:
-            raise ShardPreconditionFailed("; ".join(exc.messages)) from None
+            raise stale(exc) from None
         return Response(status=status.HTTP_204_NO_CONTENT)
