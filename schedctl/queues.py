@@ -111,11 +111,7 @@ def node_row(node: dict) -> list[Any]:
 
 def cmd_nodes(client: ApiClient, args: argparse.Namespace) -> None:
     """`node list`: every node, by name."""
-    nodes = client.list_all(NODES)
-    if not nodes and args.output == "table":
-        render.empty_notice("nodes")
-        return
-    render.emit(nodes, args.output, lambda ns: render.table(NODE_HEADERS, [node_row(n) for n in ns]))
+    render.listing(client.list_all(NODES), args.output, "nodes", NODE_HEADERS, node_row)
 
 
 def add_parsers(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:

@@ -54,6 +54,16 @@ def empty_notice(what: str) -> None:
     sys.stderr.write(f"No {what} found.\n")
 
 
+def listing(items: list[dict], fmt: str, what: str, headers: Sequence[str],
+            row: Callable[[dict], list[str]]) -> None:
+    """A `<noun> list` answer: `items` in the chosen format; as a table, one `row(item)` each
+    under `headers`, or the empty notice."""
+    if not items and fmt == "table":
+        empty_notice(what)
+        return
+    emit(items, fmt, lambda xs: table(headers, [row(x) for x in xs]))
+
+
 # -- cell formats -----------------------------------------------------------------------------------
 
 def number(value: Any) -> str:

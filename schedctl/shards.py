@@ -21,11 +21,7 @@ def shard_row(shard: dict) -> list:
 
 def cmd_list(client: ApiClient, args: argparse.Namespace) -> None:
     """`nodeshard list`: every NodeShard, by name."""
-    shards = client.list_all(NODESHARDS)
-    if not shards and args.output == "table":
-        render.empty_notice("nodeshards")
-        return
-    render.emit(shards, args.output, lambda ss: render.table(HEADERS, [shard_row(s) for s in ss]))
+    render.listing(client.list_all(NODESHARDS), args.output, "nodeshards", HEADERS, shard_row)
 
 
 def add_parsers(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
