@@ -154,20 +154,7 @@ class CloseFigures:
         return hit
 
     def _entry(self, name: str, limit: str) -> dict[str, Any]:
-        fig = self.figures[name]
-        bound = getattr(fig, limit)
-        headroom = None
-        if bound is not None and fig.allocated is not None:
-            headroom = bound.clone().sub_without_assert(fig.allocated)
-            for dim in ["cpu", "memory", *headroom.scalars]:
-                if headroom.get(dim) < 0:
-                    _set(headroom, dim, 0.0)
-        return {"queue": name, "deserved": output_quantities(fig.deserved),
-                "allocated": output_quantities(fig.allocated),
-                "capability": output_quantities(fig.capability),
-                "real_capability": output_quantities(fig.real_capability),
-                "inqueue": output_quantities(fig.inqueue), "headroom": output_quantities(headroom),
-                "headroom_of": limit}
+        return chain_entry(name, self.figures[name], limit)
 
     def used(self, name: str, check: str) -> Resource:
         """What a check counts as used at close: allocated, plus inqueue minus elastic for enqueue."""
@@ -230,6 +217,26 @@ class CloseFigures:
         # Evictions after allocate skipped the queue brought it back under its share.
         return (f"queue {queue} was at its deserved share when allocate reached the job (now "
                 f"allocated {_listing(names, allocated)} of deserved {_listing(names, deserved)})"), details
+
+
+def chain_entry(name: str, fig: Any, limit: str) -> dict[str, Any]:
+    """One level of a reason's `queue_chain` (output units): the queue's deserved, allocated,
+    capability, real capability and inqueue, and its headroom under `limit` (that figure less
+    allocated, never below 0). `fig`: anything with those Resource attributes (None = unknown):
+    the session's QueueFigures, or a cycle's samples read back (schedweb fills stored chains so)."""
+    bound = getattr(fig, limit)
+    headroom = None
+    if bound is not None and fig.allocated is not None:
+        headroom = bound.clone().sub_without_assert(fig.allocated)
+        for dim in ["cpu", "memory", *headroom.scalars]:
+            if headroom.get(dim) < 0:
+                _set(headroom, dim, 0.0)
+    return {"queue": name, "deserved": output_quantities(fig.deserved),
+            "allocated": output_quantities(fig.allocated),
+            "capability": output_quantities(fig.capability),
+            "real_capability": output_quantities(fig.real_capability),
+            "inqueue": output_quantities(fig.inqueue), "headroom": output_quantities(headroom),
+            "headroom_of": limit}
 
 
 def _set(res: Resource, name: str, value: float) -> None:

@@ -38,6 +38,7 @@ from schedweb.dashboard.pending import queue_position
 from schedweb.dashboard.reason_text import failure_summary, reason_label, reason_sentence
 from schedweb.dashboard.views.common import load_figures
 from schedweb.dashboard.why_nodes import why_nodes
+from schedweb.scheduling import reason_chain
 
 STATE_TITLES = {
     "waiting": "Why is it waiting?",
@@ -113,7 +114,8 @@ def _cancelled_by(job: Job) -> str | None:
 
 def _reason(job: Job, tree: Any) -> dict[str, Any]:
     """The reason block: label, sentence(s), NeverFits, quota figures, chain, timeline."""
-    details = job.reason_details if isinstance(job.reason_details, dict) else {}
+    # The chain's figures are the newest cycle's (the row names its levels: reason_chain).
+    details = reason_chain.fill(job.reason_details) if isinstance(job.reason_details, dict) else {}
     code = job.reason_code
     out: dict[str, Any] = {
         "code": code, "label": reason_label(code), "message": job.reason_message,

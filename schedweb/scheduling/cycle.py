@@ -37,6 +37,7 @@ from schedweb.scheduling import (
     job_conditions,
     metrics_queues,
     placement_scores,
+    reason_chain,
     shard_runtime,
     writes,
 )
@@ -287,6 +288,7 @@ def _job_changes(state: LoadedState, result: SessionResult, now: datetime,
     ids still waiting for the same reason code)."""
     changes: list[writes.JobChange] = []
     parts: dict[int, tuple[object, str]] = {}  # details_text's memo for this cycle's renderings
+    chains: dict[int, tuple[object, object]] = {}  # reason_chain.by_reference's, the same way
     code_changed: set[int] = set()
     same_code: list[int] = []
     for uid, row in state.jobs.items():
@@ -307,10 +309,13 @@ def _job_changes(state: LoadedState, result: SessionResult, now: datetime,
             # comparison, no JSON. The details are kept as rendered, not round-tripped through
             # JSON: they are JSON values (a tuple would compare unequal to the list a full
             # load reads back, costing one rewrite of the same text, never a wrong row).
+            # A queue chain is stored by reference (its readers fill in the cycle's figures:
+            # reason_chain), so figures that moved alone rewrite no row.
             seen = _reason_json.get(reason) if hasattr(reason, "__weakref__") else None
             if seen is None:
                 data = reason.to_json() if hasattr(reason, "to_json") else dict(reason)
-                seen = [str(data["code"]), data["message"], data.get("details") or {}, None]
+                seen = [str(data["code"]), data["message"],
+                        reason_chain.by_reference(data.get("details") or {}, chains), None]
                 if hasattr(reason, "__weakref__"):
                     _reason_json[reason] = seen
             code, message, details = seen[0], seen[1], seen[2]

@@ -15,6 +15,7 @@ from schedweb.core.models import Job
 from schedweb.scheduling.cycle import cycle_run
 from schedweb.scheduling.demo import load_demo
 from schedweb.scheduling.models import JobReasonHistory, QueueSample
+from schedweb.scheduling.reason_chain import fill
 from tests.schedweb.test_truthful_support import output_map, page, text
 
 
@@ -45,7 +46,9 @@ def test_a_waiting_gang_quotes_the_committed_figures_everywhere():
     assert job.reason_code == "QueueOverCapability"
     assert job.reason_message == ("queue sandbox resource quota insufficient: insufficient cpu "
                                   "(need 24, 22.5 left)")
-    details = job.reason_details
+    # The row names the chain's levels; its readers take the figures from the cycle's samples.
+    assert [set(e) for e in job.reason_details["queue_chain"]] == [{"queue", "headroom_of"}] * 3
+    details = fill(job.reason_details)
     refusal = (details["queue"], details["check"], details["limit_figure"])
     assert refusal == ("sandbox", "allocate", "real_capability")
     assert details["insufficient"] == {"cpu": {"need": 24.0, "left": 22.5}}
@@ -85,7 +88,7 @@ def test_every_waiting_job_on_the_demo_quotes_its_cycle_samples():
     samples = {s.queue: s for s in QueueSample.objects.filter(cycle=run)}
     checked = 0
     for job in Job.objects.exclude(reason_code=""):
-        details = job.reason_details
+        details = fill(job.reason_details)
         for entry in details.get("queue_chain") or []:
             sample = samples[entry["queue"]]
             for figure in ("allocated", "deserved", "capability", "real_capability", "inqueue"):

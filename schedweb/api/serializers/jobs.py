@@ -254,6 +254,16 @@ class JobSerializer(serializers.Serializer):
         return {"code": obj.reason_code, "message": obj.reason_message, "since": obj.reason_since}
 
 
+class ReasonDetailsField(serializers.JSONField):
+    """The current reason's details, its queue chain's figures those of the newest cycle (the row
+    names the levels only: schedweb.scheduling.reason_chain)."""
+
+    def to_representation(self, value: Any) -> Any:
+        from schedweb.scheduling.reason_chain import fill
+
+        return super().to_representation(fill(value))
+
+
 class JobDetailSerializer(JobSerializer):
     """A job with the first page of its tasks (JOB_DETAIL_TASKS, by id; `tasks_total` counts all
     and `tasks_next` pages on through the task list), the current reason's details and (when
@@ -263,7 +273,7 @@ class JobDetailSerializer(JobSerializer):
     tasks_total = serializers.SerializerMethodField()
     tasks_url = serializers.SerializerMethodField()
     tasks_next = serializers.SerializerMethodField()
-    reason_details = serializers.JSONField()
+    reason_details = ReasonDetailsField()
     reason_history = serializers.SerializerMethodField()
     forecast = serializers.SerializerMethodField(help_text=(
         "The newest start-time forecast for the job (schedweb.scheduling.forecast_read): "
