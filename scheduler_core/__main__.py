@@ -136,7 +136,9 @@ def simulate(path: str, mode: str, stdout: TextIO, stderr: TextIO, with_forecast
         if with_forecast or (mode == "check" and scenario.expect is not None and scenario.expect.forecast):
             from scheduler_core.forecast import forecast
 
-            fc = forecast(scenario.snapshot, scenario.conf)  # on a copy: the session runs next
+            shardings = (scenario.sharding,) if scenario.sharding is not None else ()
+            # On a copy: the session runs next. A scenario is one instance: its shard, its jobs.
+            fc = forecast(scenario.snapshot, scenario.conf, shardings=shardings)
         with recording_scores(0 if no_scores else _scores_to_record(mode, scenario, scores)):
             result = run_scenario(scenario)
         out = result.to_json()

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import copy as _copy
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 from scheduler_core.forecast.simulator import Simulator
 from scheduler_core.forecast.types import Basis, Forecast, JobForecast
@@ -22,6 +22,7 @@ from scheduler_core.framework.conf import DEFAULT_CONF, SchedulerConf
 from scheduler_core.framework.node_table import NodeTable
 from scheduler_core.framework.registry import load_all, plugin_builders
 from scheduler_core.framework.session import _final_phase
+from scheduler_core.framework.sharding import Sharding
 from scheduler_core.model import ClusterSnapshot, JobInfo, JobPhase, TaskStatus
 from scheduler_core.resources import Resource
 from scheduler_core.result import SessionResult
@@ -137,8 +138,8 @@ class Clocks:
             sim.add_time_event(sim.cycle_at_or_after(t + plugin.interval))  # type: ignore[attr-defined]
 
 
-def _answer(sim: Simulator, waiting: dict[str, None], answers: dict[str, JobForecast], result: SessionResult,
-            k: int) -> None:
+def _answer(sim: Simulator, waiting: dict[str, None], answers: dict[str, JobForecast],
+            results: list[SessionResult], k: int) -> None:
     """Jobs that started at cycle k (all of min_available bound) or can never start."""
     t = sim.instant(k)
     basis = Basis.HISTORY if sim.history_seen else Basis.DECLARED
@@ -149,7 +150,8 @@ def _answer(sim: Simulator, waiting: dict[str, None], answers: dict[str, JobFore
         elif job.ready_task_num() >= job.min_available:
             answers[uid] = JobForecast(t, basis)
         else:
-            reason = result.reasons.get(uid)
+            # Each instance explains its own jobs (one result unless sharded).
+            reason = next((r.reasons[uid] for r in results if uid in r.reasons), None)
             if reason is None or str(getattr(reason, "code", "")) not in NEVER_CODES:
                 continue
             answers[uid] = JobForecast(None, Basis.NEVER)
@@ -160,7 +162,7 @@ def forecast(snapshot: ClusterSnapshot, conf: SchedulerConf | None = None, *, no
              horizon_s: float = 86400.0, max_steps: int = DEFAULT_MAX_STEPS,
              cpu_budget_s: float | None = None, runtime_estimates: Mapping[str, float] | None = None,
              period: float = 2.0, release_grace_s: float | None = None, copy: bool = True,
-             skip_idle: bool = True) -> Forecast:
+             skip_idle: bool = True, shardings: Sequence[Sharding] = ()) -> Forecast:
     """Estimated start of every job waiting in `snapshot` (the committed state at `now`).
 
     `runtime_estimates`: queue name -> typical runtime in seconds (e.g. the median of its recent
@@ -169,6 +171,8 @@ def forecast(snapshot: ClusterSnapshot, conf: SchedulerConf | None = None, *, no
     cycle). `release_grace_s`: how long an evicted task keeps its node (default one period).
     `copy=False` lets the forecast change `snapshot` in place (the caller hands it over).
     `skip_idle=False` runs a session at every event instant (IdleCheck off; same answers, slower).
+    `shardings`: on a sharded cluster, every scheduler instance's (framework.sharding): each
+    simulated cycle runs one session per instance, each placing only its own jobs, in its mode.
     Stops at the first of: every waiting job answered, nothing left to change, `horizon_s` after
     now, `max_steps` sessions, `cpu_budget_s` seconds of this process's CPU time.
     """
@@ -192,11 +196,11 @@ def forecast(snapshot: ClusterSnapshot, conf: SchedulerConf | None = None, *, no
             out.stop = "cpu_budget"
             break
         assert k is not None
-        result, changed = sim.run_cycle(k, clocks.conf)
+        results, changed = sim.run_cycle(k, clocks.conf, shardings)
         out.cycles += 1
         out.until = sim.instant(k)
         clocks.after_cycle(sim, k)
-        _answer(sim, waiting, answers, result, k)
+        _answer(sim, waiting, answers, results, k)
         if not waiting:
             break
         k = k + 1 if changed else _next_busy(sim, check, out, last)

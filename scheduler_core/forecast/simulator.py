@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from scheduler_core.forecast.clone import clone_snapshot, share_specs
 from scheduler_core.forecast.types import Basis
@@ -36,6 +37,9 @@ from scheduler_core.model import (
 )
 from scheduler_core.resources import Resource
 from scheduler_core.result import SessionResult
+
+if TYPE_CHECKING:
+    from scheduler_core.framework.sharding import Sharding
 
 EPS = 1e-9
 _STARTED = (TaskStatus.RUNNING, TaskStatus.BINDING, TaskStatus.BOUND)
@@ -74,6 +78,7 @@ class Simulator:
         self._times: list[int] = []              # other cycles where something may change
         self.history_seen = False                # an estimated (history) end has been applied
         self.pending_version = 0                 # bumped whenever the set of Pending tasks changes
+        self._kept: dict[str, Any] = {}          # per scheduler instance (sharded runs): its KeptState
         for job in self.snap.jobs.values():
             self._register(job)
             for task in job.tasks.values():
@@ -234,16 +239,38 @@ class Simulator:
         self.phases.pop(job.uid, None)
 
     # -- one cycle ---------------------------------------------------------------------------------
-    def run_cycle(self, k: int, conf: SchedulerConf | None) -> tuple[SessionResult, bool]:
+    def run_cycle(self, k: int, conf: SchedulerConf | None,
+                  shardings: Sequence[Sharding] = ()) -> tuple[list[SessionResult], bool]:
         """Apply what is due, run the real session at cycle k, then turn the snapshot into what the
-        next cycle would load. Returns (result, changed): changed is False when the next cycle
-        would see the very same state (no bind, eviction, pipeline or phase change)."""
-        from scheduler_core.scheduler import run_session  # late: imports every plugin
+        next cycle would load. Returns (results, changed): changed is False when the next cycle
+        would see the very same state (no bind, eviction, pipeline or phase change).
 
+        `shardings`: the scheduler instances of a sharded cluster (framework.sharding), each
+        placing its own jobs in its mode; their sessions run one after the other, each on what
+        the one before it decided (as their commits would land), each with its own kept state.
+        Empty: the one unsharded session."""
         self.advance_to(k)
         self.k = k
         self.snap.now = self.instant(k)
-        result = run_session(self.snap, conf, record_scores=False)  # never inherit a caller's recording
+        results, changed = [], False
+        for sharding in shardings or (None,):
+            result, moved = self._session(k, conf, sharding)
+            results.append(result)
+            changed = changed or moved
+        return results, changed
+
+    def _session(self, k: int, conf: SchedulerConf | None,
+                 sharding: Sharding | None) -> tuple[SessionResult, bool]:
+        from scheduler_core.framework.kept import KeptState
+        from scheduler_core.scheduler import run_session  # late: imports every plugin
+
+        kept: KeptState | None = None
+        if sharding is not None:
+            kept = self._kept.get(sharding.shard_name)
+            if kept is None:
+                kept = self._kept[sharding.shard_name] = KeptState()
+        result = run_session(self.snap, conf, record_scores=False,  # never inherit a caller's recording
+                             sharding=sharding, kept=kept)
         changed = bool(result.binds or result.evictions or result.pipelined)
         t = self.instant(k)
         for uid in result.binds:

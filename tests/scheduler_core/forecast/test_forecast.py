@@ -182,7 +182,7 @@ def test_simulator_states_between_cycles() -> None:
     sim = Simulator(_preempt_cluster())
     statuses = []
     for k in range(3):
-        result, changed = sim.run_cycle(k, PREEMPT)
+        (result,), changed = sim.run_cycle(k, PREEMPT)
         statuses.append((changed, sorted(result.binds), {u: t.status.value for u, t in sim.tasks.items()}))
     assert statuses == [
         # cycle 0: l-1 evicted (Releasing, still on n1), h-0 pipelined there, then Pending again
