@@ -391,12 +391,16 @@ WATCHED = ("queue", "phase", "min_available", "min_resources")
 
 def _watch(cls: type, name: str) -> None:
     slot = cls.__dict__[name]
-    put = slot.__set__
+    get, put = slot.__get__, slot.__set__
 
     def fset(self: JobInfo, value: Any) -> None:
+        log = self._log
+        if log is not None:  # (None throughout __init__: the slot may be unset yet)
+            old = get(self)
+            # Same value, same object: nothing a kept figure reads moved (close re-assigns phases).
+            if old is not value and (isinstance(value, Resource) or old != value):
+                log.changed.add(self.uid)
         put(self, value)
-        if self._log is not None:
-            self._log.changed.add(self.uid)
 
     setattr(cls, name, property(slot.__get__, fset, doc=f"JobInfo.{name} (assignments logged)"))
 
