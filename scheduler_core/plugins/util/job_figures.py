@@ -174,7 +174,7 @@ class JobSums:
             _count(self._keys[q], parts, 1)
 
     def _delta(self, jobs: dict[str, JobInfo], changed: set[str]) -> bool:
-        """Apply the changed jobs; False (nothing changed) when a figure is not whole."""
+        """Apply the changed jobs; False (walk instead) when a figure or a sum is not whole."""
         updates = []
         for uid in changed:
             job, entry = jobs.get(uid), self.jobs.get(uid)
@@ -230,7 +230,10 @@ class JobSums:
                 _count(keys[q], new[2], 1)
                 self.jobs[uid] = new
         if not all(_whole(copies[q]) for q in copies if q in members):
-            self._inexact = True  # a sum past 2**53: the next call walks
+            # A sum past 2**53: float sums now depend on their order. Walk, re-summing every
+            # queue in table order (the entries are current; the sums are not kept).
+            self._inexact, self.queues = True, {}
+            return False
         queues = {**self.queues, **copies}
         self.queues = {q: queues[q] for q in sorted(members, key=first.__getitem__)}
         return True

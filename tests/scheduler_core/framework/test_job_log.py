@@ -157,3 +157,16 @@ def test_a_reader_too_far_behind_walks_everything():
     assert log.since(log.gen) == set()
     log.reset()
     assert log.since(pos) is None
+
+
+def test_sums_past_two_to_the_53_go_back_to_the_full_walk():
+    snap = ClusterSnapshot()
+    sums = JobSums(track=True)
+    for n in range(3):
+        j = job(f"j{n}", queue="a")
+        snap.jobs[j.uid] = j
+        t = task(f"j{n}-0", cpu="1", memory="4Pi")  # 2**52 bytes each
+        t.namespace, t.uid, t.job_uid = j.namespace, f"{j.namespace}/{t.name}", j.uid
+        j.add_task(t)
+        assert _sums_view(sums.sums(snap.jobs)) == _sums_view(JobSums().sums(snap.jobs))
+    assert sums._inexact
