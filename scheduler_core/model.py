@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from scheduler_core.job_log import ChangeLog, JobTable
 from scheduler_core.resources import Resource, exceeded_part
 
 
@@ -151,6 +152,9 @@ class TaskInfo:
 class JobInfo:
     """A PodGroup with its tasks; keeps per-status indexes and resource sums current."""
 
+    # The change log of the snapshot's job table holding it (scheduler_core.job_log): first, so
+    # __init__ sets it before the watched fields' setters read it.
+    _log: ChangeLog | None = field(default=None, kw_only=True, repr=False)
     uid: str
     name: str
     namespace: str
@@ -180,6 +184,8 @@ class JobInfo:
     # -- task bookkeeping ------------------------------------------------------------------
     def _index(self, task: TaskInfo) -> None:
         self.revision += 1
+        if self._log is not None:
+            self._log.changed.add(self.uid)
         self.task_status_index.setdefault(task.status, {})[task.uid] = task
         if task.status is TaskStatus.PENDING and task.best_effort:
             self._pending_be += 1
@@ -194,6 +200,8 @@ class JobInfo:
 
     def _unindex(self, task: TaskInfo) -> None:
         self.revision += 1
+        if self._log is not None:
+            self._log.changed.add(self.uid)
         bucket = self.task_status_index.get(task.status)
         if bucket is not None:
             bucket.pop(task.uid, None)
@@ -238,6 +246,8 @@ class JobInfo:
             return
         # Hot path (every placement): total_request is unchanged between non-terminal statuses.
         self.revision += 1
+        if self._log is not None:
+            self._log.changed.add(self.uid)
         idx = self.task_status_index
         bucket = idx.get(old)
         if bucket is not None:
@@ -375,6 +385,30 @@ class JobInfo:
         return exceeded_part(self.allocated, self.get_min_resources())
 
 
+# Job fields that kept figures read: assigning one notes the job in its table's change log.
+WATCHED = ("queue", "phase", "min_available", "min_resources")
+
+
+def _watch(cls: type, name: str) -> None:
+    slot = cls.__dict__[name]
+    get, put = slot.__get__, slot.__set__
+
+    def fset(self: JobInfo, value: Any) -> None:
+        log = self._log
+        if log is not None:  # (None throughout __init__: the slot may be unset yet)
+            old = get(self)
+            # Same value, same object: nothing a kept figure reads moved (close re-assigns phases).
+            if old is not value and (isinstance(value, Resource) or old != value):
+                log.changed.add(self.uid)
+        put(self, value)
+
+    setattr(cls, name, property(slot.__get__, fset, doc=f"JobInfo.{name} (assignments logged)"))
+
+
+for _name in WATCHED:
+    _watch(JobInfo, _name)
+
+
 @dataclass(eq=False, slots=True)
 class QueueInfo:
     """A queue; `name` is also its uid. Top-level queues have parent "root" (or None)."""
@@ -493,12 +527,18 @@ class ClusterSnapshot:
 
     nodes: dict[str, NodeInfo] = field(default_factory=dict)
     queues: dict[str, QueueInfo] = field(default_factory=dict)
-    jobs: dict[str, JobInfo] = field(default_factory=dict)
+    # Always a JobTable (scheduler_core.job_log): a plain dict assigned is wrapped in a new one.
+    jobs: dict[str, JobInfo] = field(default_factory=JobTable)
     namespaces: dict[str, NamespaceInfo] = field(default_factory=dict)
     priority_classes: dict[str, PriorityClassInfo] = field(default_factory=dict)
     now: float = 0.0
     # Jobs taken out of the session (framework.isolation): uid -> JobError.
     set_aside: dict[str, Any] = field(default_factory=dict)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "jobs" and not isinstance(value, JobTable):
+            value = JobTable(value)  # a new log: its readers walk everything once
+        object.__setattr__(self, name, value)
 
     @classmethod
     def build(cls, nodes: Iterable[NodeInfo] = (), queues: Iterable[QueueInfo] = (),

@@ -18,6 +18,8 @@ import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from scheduler_core.job_log import JobTable, LogReader
+
 if TYPE_CHECKING:
     from scheduler_core.model import ClusterSnapshot, JobInfo
 
@@ -71,6 +73,8 @@ def any_job(kept: KeptState | None, key: str, jobs: dict[str, JobInfo],
     job that last answered yes is asked first: while it stands, no job is looked at."""
     if kept is None:
         return any(test(job) for job in jobs.values())
+    if isinstance(jobs, JobTable):
+        return kept.part(key, _AnyJob).any(jobs, test)
     part: tuple[str | None, dict[str, tuple[JobInfo, int, bool]]] = kept.parts.get(key) or (None, {})
     last, old = part
     if last is not None:
@@ -88,3 +92,37 @@ def any_job(kept: KeptState | None, key: str, jobs: dict[str, JobInfo],
             found = uid
     kept.parts[key] = (found, new)
     return found is not None
+
+
+class _AnyJob:
+    """any_job's part for a snapshot's job table: each job's answer (job, revision, answer) and
+    the uids answering yes, brought up to date from the table's change log (scheduler_core.job_log)
+    while it is continuous, else by a walk."""
+
+    def __init__(self) -> None:
+        self.reader = LogReader()
+        self.answers: dict[str, tuple[JobInfo, int, bool]] = {}
+        self.yes: set[str] = set()
+
+    def any(self, jobs: JobTable, test: Callable[[JobInfo], bool]) -> bool:
+        changed, log, pos = self.reader.changed(jobs)
+        answers, yes = self.answers, self.yes
+        if changed is None:
+            answers, yes = self.answers, self.yes = {}, set()
+            changed = jobs.keys()
+        old = answers
+        for uid in changed:
+            job = jobs.get(uid)
+            if job is None:
+                old.pop(uid, None)
+                yes.discard(uid)
+                continue
+            hit = old.get(uid)
+            if hit is None or hit[0] is not job or hit[1] != job.revision:
+                hit = old[uid] = (job, job.revision, test(job))
+                if hit[2]:
+                    yes.add(uid)
+                else:
+                    yes.discard(uid)
+        self.reader.commit(log, pos)
+        return bool(yes)

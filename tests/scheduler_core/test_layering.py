@@ -28,7 +28,7 @@ PACKAGE = ROOT / "scheduler_core"
 UP_FROM_FRAMEWORK = ("plugins", "actions", "explain", "forecast", "bench", "scheduler", "scenario",
                      "scenario_check", "scenario_cluster", "scenario_fields", "__main__")
 SHARED_ACTION_PACKAGES = ("util", "victims")
-VALUES = ("model", "resources", "result")
+VALUES = ("model", "job_log", "resources", "result")  # job_log: the snapshot's job table
 REGISTRATION_DECORATORS = ("register_plugin", "register_action")
 
 

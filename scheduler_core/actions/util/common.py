@@ -44,15 +44,16 @@ def active_jobs(ssn: Session, include_pending: bool = False) -> list[JobInfo]:
     for uid, job in ssn.own_jobs.items():
         if job.phase is pending and not include_pending:
             continue
-        if job.queue not in queues or uid in quarantined:
+        queue = job.queue  # read once: a logged field (scheduler_core.job_log) costs a property call
+        if queue not in queues or uid in quarantined:
             continue
         hit = memo.get(uid)
-        if (hit is not None and hit[0] is job and hit[1] == job.revision and hit[2] == job.min_available
-                and hit[3] == job.queue):
+        if (hit is not None and hit[0] is job and hit[1] == job.revision and hit[3] == queue
+                and hit[2] == job.min_available):
             invalid = hit[4]
         else:
             invalid = ssn.job_valid(job)
-            memo[uid] = (job, job.revision, job.min_available, job.queue, invalid)
+            memo[uid] = (job, job.revision, job.min_available, queue, invalid)
         if invalid is None:
             out.append(job)
     return out

@@ -37,6 +37,7 @@ from scheduler_core.plugins.util.queue_attr import (
     over_dimensions,
     quantities,
     quota_message,
+    shape,
     update_share,
 )
 from scheduler_core.plugins.util.votes import ABSTAIN, PERMIT, REJECT
@@ -84,6 +85,7 @@ class CapacityPlugin(Plugin):
         self._chains: dict[str, list[QueueAttr]] = {}
         # Record details per (leaf, failed level, with inqueue), valid until a figure moves.
         self._detail_memo: dict[tuple[str, str, bool], dict[str, Any]] = {}
+        self._refusals: dict[tuple[Any, ...], tuple[str, dict[str, Any]]] = {}
         self._pairs: dict[tuple[str, str], Any] = {}
         self._verdicts = EnqueueVerdicts()
         # Per queue name: _refusal's answer (queue state and tree are fixed within a session).
@@ -104,6 +106,7 @@ class CapacityPlugin(Plugin):
         self.queue_opts = self.tree.attrs
         self._chains = {}
         self._detail_memo = {}
+        self._refusals = {}
         self._verdicts = EnqueueVerdicts()
         self._refusals: dict[str, tuple[str, str] | None] = {}
         self._pairs: dict[tuple[str, str], Any] = {}
@@ -180,6 +183,7 @@ class CapacityPlugin(Plugin):
     def _figures_moved(self) -> None:
         """A queue figure changed: drop what was memoised from the figures."""
         self._detail_memo.clear()
+        self._refusals.clear()
         self._verdicts.clear()
 
     def _refusal(self, queue: QueueInfo) -> tuple[str, str] | None:
@@ -259,11 +263,18 @@ class CapacityPlugin(Plugin):
             names = over_dimensions(attr.allocated, task.resreq, attr.real_capability)
             if names:
                 if not self.memo.has(task.job_uid, "QueueOverCapability"):
-                    left = attr.real_capability.clone().sub_without_assert(attr.allocated)
-                    details = self._details(chain, attr, False)
-                    details["refusal"] = queue_refusal("allocate", attr.name, "real_capability", task.resreq)
-                    self.memo.record(task.job_uid, "QueueOverCapability",
-                                     quota_message(attr.name, names, task.resreq, left), details)
+                    # One record's message and details per (leaf, failed level, request shape)
+                    # while no figure moves (cleared with the details memo), shared read-only.
+                    key = (queue.name, attr.name, shape(task.resreq))
+                    hit = self._refusals.get(key)
+                    if hit is None:
+                        left = attr.real_capability.clone().sub_without_assert(attr.allocated)
+                        details = self._details(chain, attr, False)
+                        details["refusal"] = queue_refusal("allocate", attr.name, "real_capability",
+                                                           task.resreq)
+                        hit = self._refusals[key] = (quota_message(attr.name, names, task.resreq, left),
+                                                     details)
+                    self.memo.record(task.job_uid, "QueueOverCapability", hit[0], hit[1])
                 return False
         return True
 

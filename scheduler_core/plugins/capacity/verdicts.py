@@ -13,17 +13,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from scheduler_core.plugins.util.queue_attr import QueueAttr, quota_message
+from scheduler_core.plugins.util.queue_attr import QueueAttr, quota_message, shape
 from scheduler_core.resources import MIN_RESOURCE, Resource
 
 # (failed level, its dimensions over, headroom message) or None: every level has room.
 Verdict = tuple[QueueAttr, str] | None
-
-
-def shape(res: Resource) -> tuple[Any, ...]:
-    """A hashable key of every dimension of a resource (equal keys: equal resources)."""
-    scalars = tuple(sorted(res.scalars.items())) if res.scalars else ()
-    return (res.milli_cpu, res.memory, scalars)
 
 
 def _le(left: float, right: float) -> bool:

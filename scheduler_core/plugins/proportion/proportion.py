@@ -36,6 +36,7 @@ from scheduler_core.plugins.util.queue_attr import (
     over_dimensions,
     quantities,
     quota_message,
+    shape,
     update_share,
 )
 from scheduler_core.plugins.util.votes import ABSTAIN, PERMIT, REJECT
@@ -117,6 +118,8 @@ class ProportionPlugin(Plugin):
         self._job_attr = {}
         self.ssn = ssn
         self.memo = ReasonMemo(ssn, self.name)
+        # allocatable's refusals by (queue, allocated, deserved, request) values.
+        self._refusals: dict[tuple[Any, ...], tuple[str, dict[str, Any]]] = {}
         ssn.add_queue_order_fn(self.name, self.queue_order, key_fn=self.queue_order_key)
         ssn.add_reclaimable_fn(self.name, self.reclaimable)
         ssn.add_overused_fn(self.name, self.overused)
@@ -183,13 +186,20 @@ class ProportionPlugin(Plugin):
             return True
         ok, names = self._fits_deserved(attr, task)
         if not ok and not self.memo.has(task.job_uid, "QueueOverDeserved"):
-            left = attr.deserved.clone().sub_without_assert(attr.allocated)
-            # The message and chain are this moment's view; the reason is rendered at close
-            # from the committed figures and the refusal (reason_figures).
-            self.memo.record(task.job_uid, "QueueOverDeserved",
-                             quota_message(queue.name, names, task.resreq, left),
-                             {"queue_chain": [chain_entry(attr, attr.deserved)], "limit": "deserved",
-                              "refusal": refusal("allocate", queue.name, "deserved", task.resreq)})
+            # The same figures refusing a request of the same shape give the same message and
+            # details: built once per session and shared by the records (read-only, as every
+            # reader copies before adding).
+            key = (queue.name, shape(attr.allocated), shape(attr.deserved), shape(task.resreq))
+            hit = self._refusals.get(key)
+            if hit is None:
+                left = attr.deserved.clone().sub_without_assert(attr.allocated)
+                # The message and chain are this moment's view; the reason is rendered at close
+                # from the committed figures and the refusal (reason_figures).
+                hit = self._refusals[key] = (
+                    quota_message(queue.name, names, task.resreq, left),
+                    {"queue_chain": [chain_entry(attr, attr.deserved)], "limit": "deserved",
+                     "refusal": refusal("allocate", queue.name, "deserved", task.resreq)})
+            self.memo.record(task.job_uid, "QueueOverDeserved", hit[0], hit[1])
         return ok
 
     def allocatable_count(self, queue: QueueInfo, task: TaskInfo, k_max: int) -> int:

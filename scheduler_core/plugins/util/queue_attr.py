@@ -201,6 +201,12 @@ def insufficient_text(names: list[str], need: Resource, left: Resource) -> str:
     return ", ".join(parts)
 
 
+def shape(res: Resource) -> tuple[Any, ...]:
+    """A hashable key of every dimension of a resource (equal keys: equal resources)."""
+    scalars = tuple(sorted(res.scalars.items())) if res.scalars else ()
+    return (res.milli_cpu, res.memory, scalars)
+
+
 def quota_message(queue: str, names: list[str], need: Resource, left: Resource) -> str:
     """Volcano's wording: "queue training resource quota insufficient: insufficient cpu (need 10, 4 left)"."""
     return f"queue {queue} resource quota insufficient: {insufficient_text(names, need, left)}"

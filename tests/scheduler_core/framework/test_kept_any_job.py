@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 
 from scheduler_core.framework.kept import KeptState, any_job
 from scheduler_core.framework.signature import has_inter_pod_terms
-from scheduler_core.model import JobInfo
+from scheduler_core.job_log import JobTable
+from scheduler_core.model import JobInfo, TaskStatus
 from tests.conftest import profiled
 from tests.scheduler_core.builders import job, task
 
@@ -31,14 +32,15 @@ def _test(j: JobInfo) -> bool:
     return has_inter_pod_terms(j.tasks.values())
 
 
-ops = st.lists(st.tuples(st.sampled_from(["submit", "cancel", "add", "remove", "replace", "look"]),
+ops = st.lists(st.tuples(st.sampled_from(["submit", "cancel", "add", "remove", "replace", "status", "look"]),
                          st.integers(0, 20), st.integers(0, 2)), max_size=25)
 
 
 @settings(profiled(settings(max_examples=150)))
-@given(ops)
-def test_the_kept_answer_equals_a_fresh_scan(steps):
-    jobs: dict[str, JobInfo] = {}
+@given(ops, st.booleans())
+def test_the_kept_answer_equals_a_fresh_scan(steps, table):
+    # A snapshot's JobTable: the answers follow its change log (scheduler_core.job_log).
+    jobs: dict[str, JobInfo] = JobTable() if table else {}
     kept, calls = KeptState(), []
 
     def counted(j: JobInfo) -> bool:
@@ -61,6 +63,10 @@ def test_the_kept_answer_equals_a_fresh_scan(steps):
                 j.add_task(t)
             elif op == "remove" and tasks:
                 j.delete_task(tasks[i % len(tasks)])
+            elif op == "status" and tasks:
+                t = tasks[i % len(tasks)]
+                pending = t.status is TaskStatus.PENDING
+                j.update_task_status(t, TaskStatus.RUNNING if pending else TaskStatus.PENDING)
             elif op == "replace" and tasks:
                 old = tasks[i % len(tasks)]
                 new = _task(old.name, kind)
