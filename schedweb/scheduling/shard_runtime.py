@@ -18,7 +18,9 @@ happens) and gives the cycle what its session needs:
 
 After the writes, `write_in_use()` sets the shard's `nodes_in_use` (status, a direct UPDATE in
 the cycle's transaction): its `nodes_in_shard` plus every node where its jobs still have
-in-flight work (Binding or Pipelined tasks, this cycle's included).
+in-flight work (Binding or Pipelined tasks, this cycle's included). That one stays a statement
+(one index scan of the in-flight tasks, a few ms at L): it reads what was committed up to the
+write, a Binding task the agent bound since the load included, which the snapshot cannot know.
 """
 
 from __future__ import annotations
