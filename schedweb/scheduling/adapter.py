@@ -60,7 +60,8 @@ def memo_json() -> Callable[[str | None], Any]:
 
 @dataclass(slots=True)
 class JobRow:
-    """A job as loaded: id, phase and current reason (the write phase compares against them)."""
+    """A job as loaded: id, phase and current reason (the write phase compares against them),
+    and the scheduler it names (shard_runtime routes it by that, from memory)."""
 
     id: int
     phase: str
@@ -68,6 +69,7 @@ class JobRow:
     reason_message: str
     reason_details: dict
     reason_since: datetime | None
+    scheduler_name: str
 
 
 @dataclass
@@ -205,7 +207,7 @@ class Decoder:
                       priority_class=pc.name if pc else "", phase=core_phase(r.phase),
                       preemptable=bool(r.preemptable), created=r.created, sla_waiting_time=r.sla_waiting_time)
         return job, JobRow(r.id, r.phase, r.reason_code, r.reason_message, self.js(r.reason_details) or {},
-                           _aware(r.reason_since))
+                           _aware(r.reason_since), r.scheduler_name)
 
     def task(self, r: Any, job: JobInfo, node: str | None) -> TaskInfo:
         """The TaskInfo of a task row of `job`; `node` is its node's name (None when it has none).

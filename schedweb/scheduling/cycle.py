@@ -141,7 +141,7 @@ def cycle_run(*, now: datetime | None = None, shard: str = "") -> CycleRun:
     finally:  # after the commit (the API prebuilds readers' bodies of the new data version and
         # adds its time to the run's timing)
         if not unavailable:  # nothing new to build, and its readers would fail the same way
-            cycle_finished.send_robust(sender=cycle_run, run=run)
+            cycle_finished.send_robust(sender=cycle_run, run=run, shard=shard)
 
 
 def _run_locked(started: datetime, t0: float, shard: str = "") -> CycleRun:
@@ -167,7 +167,8 @@ def _run_locked(started: datetime, t0: float, shard: str = "") -> CycleRun:
 
     with ExitStack() as scoring:  # record_scores left at None: the ambient value build() sets
         _, result = run_session_isolated(build, conf, node_scan=NODE_SCAN,
-                                         sharding=instance.sharding_for if instance.sharded else None)
+                                         sharding=(lambda snap: instance.sharding_for(snap, loaded[-1]))
+                                         if instance.sharded else None)
     incremental.settle(loaded[-1], result)  # what the session changed in memory only goes back
     state = shard_runtime.own_state(loaded[-1], instance)  # writes leave other instances' jobs be
     t2, c2 = time.perf_counter(), time.process_time()

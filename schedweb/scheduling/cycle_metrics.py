@@ -67,11 +67,12 @@ def record_session(run: CycleRun, state: LoadedState, result: SessionResult, app
 
 
 def scheduled_jobs(state: LoadedState, result: SessionResult) -> list[JobInfo]:
-    """The snapshot's jobs still to schedule: not stored finished, cancelled or suspended (such a
-    job is loaded only while a task of it holds a node), nor completed by this session."""
+    """The snapshot's jobs this instance still schedules: not stored finished, cancelled or
+    suspended (such a job is loaded only while a task of it holds a node), nor completed by this
+    session, nor another instance's (shard_runtime.own_state leaves their rows out)."""
     rows, phases = state.jobs, result.job_phase
     return [job for uid, job in state.snapshot.jobs.items()
-            if ((row := rows.get(uid)) is None or row.phase not in _UNSCHEDULED)
+            if (row := rows.get(uid)) is not None and row.phase not in _UNSCHEDULED
             and phases.get(uid) != COMPLETED]
 
 

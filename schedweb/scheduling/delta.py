@@ -92,13 +92,15 @@ class Applier:
 
     def apply_own_jobs(self, changes: list[Any]) -> None:
         """Jobs our last cycle wrote (writes.JobChange) and nobody changed since: their stored
-        phase and reason are what it wrote (the cycle writes no other job column)."""
+        phase and reason are what it wrote (the cycle writes no other job column: the scheduler
+        name stays the one loaded)."""
         state, jobs = self.state, self.state.snapshot.jobs
         for c in changes:
             uid = self.job_uids.get(c.id)
             if uid is None:
                 continue
-            state.jobs[uid] = JobRow(c.id, c.phase, c.code, c.message, c.details, c.since)
+            state.jobs[uid] = JobRow(c.id, c.phase, c.code, c.message, c.details, c.since,
+                                     state.jobs[uid].scheduler_name)
             jobs[uid].phase = core_phase(c.phase)
 
     # -- the delta ----------------------------------------------------------------------------------

@@ -155,12 +155,12 @@ def collect_families(now: datetime | None) -> tuple[list[Metric], datetime | Non
     return out + _other_families(found, now), found.last[1] if found.last else None
 
 
-def collect_text() -> tuple[str, datetime | None]:
+def collect_text(shard: str = "") -> tuple[str, datetime | None]:
     """(the exposition of every family but the last cycle's age, the newest successful cycle's
-    start): collect_families' bytes, the queue families written by metrics_queues (each queue's
-    lines again only when its sample changed; the samples this process's cycle kept, if it ran
-    the newest one)."""
-    found = _read()
+    start) of the instance `shard` ("" = unsharded; its cycles only): collect_families' bytes,
+    the queue families written by metrics_queues (each queue's lines again only when its sample
+    changed; the samples this process's cycle kept, if it ran the newest one)."""
+    found = _read(shard)
     text = _queue_text(found.samples, found.pod_groups, found.queue_names)
     rest = (f for f in _other_families(found, None) if f.name != LAST_CYCLE_AGE)
     return text + exposition(rest).decode("utf-8"), found.last[1] if found.last else None
@@ -198,8 +198,10 @@ def _name_order(names: list[str]) -> list[str]:
         return list(cursor.fetchone()[0] or [])
 
 
-def _read() -> _Found:
-    last = (CycleRun.objects.filter(skipped=False, errors="").order_by("-id")
+def _read(shard: str | None = None) -> _Found:
+    # `shard`: the newest cycle of that instance only (its body); None: of any instance.
+    runs = CycleRun.objects.filter(skipped=False, errors="")
+    last = ((runs if shard is None else runs.filter(shard=shard)).order_by("-id")
             .values_list("id", "started", "job_errors", "evictions").first())
     samples = metrics_queues.KEPT.rows_of(last[0], _name_order) if last else []
     if samples is None:

@@ -17,10 +17,15 @@ cycle, and the gauges are as the newest cycle left the tables.
 - Stale body: when the row is older than STALE_PERIODS periods (the scheduler stopped), or
   missing, or METRICS_PRERENDER is off, the scrape renders live, as before, and stores nothing
   (a web process never writes on a scrape: no lock to wait for).
+- One body per scheduler instance (shard_runtime): each renders its own, from its own newest
+  cycle (its queue samples, its per-job series), kept apart (`body_key`: row 1 for the unsharded
+  instance, a row per shard; with SQLite a file per shard). `/metrics` serves the unsharded
+  instance's, `/metrics?shard=NAME` that shard's: a shard's cycle never replaces another's body.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from datetime import datetime
 
@@ -52,24 +57,37 @@ def stale_after() -> float:
     return max(STALE_MIN_SECONDS, STALE_PERIODS * float(settings.SCHEDULE_PERIOD))
 
 
-def render() -> tuple[str, datetime | None]:
-    """(the exposition without the last cycle's age, the newest successful cycle's start)."""
-    return collect_text()
+def body_key(shard: str) -> int:
+    """The MetricsBody row of an instance's body: ROW for the unsharded one, else a key above
+    it derived from the shard's name (31 bits of a hash: any primary key type holds it)."""
+    if not shard:
+        return ROW
+    digest = hashlib.sha256(f"schedweb-metrics-body:{shard}".encode()).digest()
+    return ROW + 1 + int.from_bytes(digest[:4], "big") % (2**31 - ROW - 2)
 
 
-def refresh() -> bool:
-    """Render now and store it unless a newer render is there already; True when stored. Runs
-    in autocommit: reads, then one UPDATE (or the first INSERT), no lock held while rendering."""
-    newest = CycleRun.objects.order_by("-id").values_list("id", flat=True).first() or 0
+def render(shard: str = "") -> tuple[str, datetime | None]:
+    """(the exposition without the last cycle's age, the newest successful cycle's start) of
+    the instance `shard` ("" = unsharded)."""
+    return collect_text(shard)
+
+
+def refresh(shard: str = "") -> bool:
+    """Render the body of instance `shard` now and store it unless a newer render is there
+    already; True when stored. Runs in autocommit: reads, then one UPDATE (or the first
+    INSERT), no lock held while rendering."""
+    newest = (CycleRun.objects.filter(shard=shard).order_by("-id").values_list("id", flat=True).first()
+              or 0)
     rendered = timezone.now()
-    body, last_success = render()
-    if (where := metrics_body_file.path()) is not None:
+    body, last_success = render(shard)
+    if (where := metrics_body_file.path(shard)) is not None:
         return metrics_body_file.store(where, newest, rendered, last_success, body)
     fields = {"cycle_id": newest, "rendered": rendered, "last_success": last_success, "body": body}
     older = Q(cycle_id__lt=newest) | Q(cycle_id=newest, rendered__lt=rendered)
-    if MetricsBody.objects.filter(older, pk=ROW).update(**fields):
+    key = body_key(shard)
+    if MetricsBody.objects.filter(older, pk=key).update(**fields):
         return True
-    _, created = MetricsBody.objects.get_or_create(pk=ROW, defaults=fields)
+    _, created = MetricsBody.objects.get_or_create(pk=key, defaults=fields)
     return created
 
 
@@ -81,45 +99,49 @@ def age_text(last_success: datetime | None, now: datetime) -> str:
     return exposition([family]).decode("utf-8")
 
 
-def _stored() -> tuple[datetime, datetime | None, str] | None:
-    """(rendered, last success, body) of the stored render: the file's when there is one (no
-    database connection), else the row's (one query)."""
-    if (where := metrics_body_file.path()) is not None:
+def _stored(shard: str) -> tuple[datetime, datetime | None, str] | None:
+    """(rendered, last success, body) of the instance's stored render: the file's when there is
+    one (no database connection), else the row's (one query)."""
+    if (where := metrics_body_file.path(shard)) is not None:
         found = metrics_body_file.load(where)
         return found[1:] if found is not None else None
-    return MetricsBody.objects.filter(pk=ROW).values_list("rendered", "last_success", "body").first()
+    return (MetricsBody.objects.filter(pk=body_key(shard)).values_list("rendered", "last_success", "body")
+            .first())
 
 
-def scrape() -> bytes:
-    """The body of GET /metrics: the stored render when it is fresh (one query), else (or with
-    METRICS_PRERENDER off in this process) a live one."""
+def scrape(shard: str = "") -> bytes:
+    """The body of GET /metrics (`shard` "": the unsharded instance's; else `?shard=NAME`'s): the
+    stored render when it is fresh (one query), else (or with METRICS_PRERENDER off in this
+    process) a live one."""
     now = timezone.now()
-    row = _stored() if enabled() else None
+    row = _stored(shard) if enabled() else None
     if row is not None and (now - row[0]).total_seconds() <= stale_after():
         body, last_success = row[2], row[1]
     else:
-        body, last_success = render()
+        body, last_success = render(shard)
     return (body + age_text(last_success, now)).encode("utf-8")
 
 
-def after_cycle(**_: object) -> None:
-    """cycle_finished receiver (and after a total moved outside a cycle): prerender the body for
-    the scrapes until the next cycle. Inside a caller's transaction: the row in a savepoint of
-    its own, the file once the transaction has committed (a file cannot roll back with it)."""
+def after_cycle(*, run: CycleRun | None = None, shard: str | None = None, **_: object) -> None:
+    """cycle_finished receiver (and after a total moved outside a cycle): prerender the body of
+    the cycle's instance (`shard`, else the run's, else the unsharded one) for the scrapes until
+    its next cycle. Inside a caller's transaction: the row in a savepoint of its own, the file
+    once the transaction has committed (a file cannot roll back with it)."""
     if not enabled():
         return
-    if connection.in_atomic_block and metrics_body_file.path() is not None:
-        transaction.on_commit(_refresh_logged)
+    instance = shard if shard is not None else (run.shard if run is not None else "")
+    if connection.in_atomic_block and metrics_body_file.path(instance) is not None:
+        transaction.on_commit(lambda: _refresh_logged(instance))
     else:
-        _refresh_logged()
+        _refresh_logged(instance)
 
 
-def _refresh_logged() -> None:
+def _refresh_logged(shard: str = "") -> None:
     try:
         if connection.in_atomic_block:
             with transaction.atomic():
-                refresh()
+                refresh(shard)
         else:
-            refresh()
+            refresh(shard)
     except Exception:  # the scrape falls back to a live render; the cycle itself is done
         logger.exception("metrics: could not prerender /metrics after the cycle")

@@ -7,7 +7,8 @@ without touching the database: no connection to open, no WAL checkpoint when it 
 wait behind the cycle. The first line is a JSON header (cycle id, when rendered, the newest
 success's start), the rest the exposition. Written to a temporary file and renamed (a reader
 sees the old body or the new one, never half), under an exclusive lock so that the newer-only
-check and the rename are one step between processes.
+check and the rename are one step between processes. Each shard's instance has its own file
+(`path(shard)`), as it has its own row.
 """
 
 from __future__ import annotations
@@ -17,22 +18,28 @@ import json
 import os
 from datetime import datetime
 from pathlib import Path
+from urllib.parse import quote
 
 from django.conf import settings
 from django.db import connections
 
 
-def path() -> Path | None:
-    """Where the body lives: METRICS_BODY_FILE when set, else beside a file-backed SQLite
-    database, else None (the MetricsBody row)."""
+def path(shard: str = "") -> Path | None:
+    """Where the body of instance `shard` lives: METRICS_BODY_FILE when set, else beside a
+    file-backed SQLite database, else None (the MetricsBody row); a shard's is that path with
+    `.shard-<name>` appended (quoted: one file name whatever the shard's name)."""
     configured = getattr(settings, "METRICS_BODY_FILE", None)
     if configured is not None:
-        return Path(configured) if configured else None
-    db = connections["default"].settings_dict
-    name = str(db.get("NAME") or "")
-    if not db["ENGINE"].endswith("sqlite3") or not name or name == ":memory:" or name.startswith("file:"):
-        return None
-    return Path(name + "-metrics")
+        base = Path(configured) if configured else None
+    else:
+        db = connections["default"].settings_dict
+        name = str(db.get("NAME") or "")
+        if not db["ENGINE"].endswith("sqlite3") or not name or name == ":memory:" or name.startswith("file:"):
+            return None
+        base = Path(name + "-metrics")
+    if base is None or not shard:
+        return base
+    return base.with_name(f"{base.name}.shard-{quote(shard, safe='')}")
 
 
 def load(where: Path) -> tuple[int, datetime, datetime | None, str] | None:

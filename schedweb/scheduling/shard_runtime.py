@@ -11,12 +11,16 @@ happens) and gives the cycle what its session needs:
   (upstream NodesInShard: a node another shard still uses is not ours yet);
 - the routing (`scheduler_core.framework.sharding.responsible`): the shard's instance answers to
   its `scheduler_name`, the default one to every name no shard's scheduler has. The jobs of the
-  other instances are read *after* the snapshot's load (`Instance.sharding_for`), so every job
-  the snapshot holds is classified (one read of the job ids by scheduler name, set-based).
+  other instances are classified *after* the snapshot's load (`Instance.sharding_for`), from the
+  scheduler name each loaded job row carries (`adapter.JobRow.scheduler_name`, kept up to date
+  by the incremental loader like the rest of the row): no query, and every job the snapshot
+  holds is classified by the very row the snapshot was built from.
 
 After the writes, `write_in_use()` sets the shard's `nodes_in_use` (status, a direct UPDATE in
 the cycle's transaction): its `nodes_in_shard` plus every node where its jobs still have
-in-flight work (Binding or Pipelined tasks, this cycle's included).
+in-flight work (Binding or Pipelined tasks, this cycle's included). That one stays a statement
+(one index scan of the in-flight tasks, a few ms at L): it reads what was committed up to the
+write, a Binding task the agent bound since the load included, which the snapshot cannot know.
 """
 
 from __future__ import annotations
@@ -31,10 +35,7 @@ from scheduler_core.model import ClusterSnapshot
 from schedweb.core.models import NodeShard
 from schedweb.scheduling import writes
 from schedweb.scheduling.adapter import LoadedState
-from schedweb.scheduling.snapshot_sql import JOBS
 
-# The jobs the snapshot holds (snapshot_sql.JOBS's filter) that another instance places.
-_FOREIGN_SQL = f"SELECT namespace || '/' || name FROM core_job WHERE ({JOBS.where}) AND {{cond}}"
 _IN_FLIGHT_SQL = ("SELECT DISTINCT n.name FROM core_task t JOIN core_job j ON t.job_id = j.id "
                   "JOIN core_node n ON t.node_id = n.id "
                   "WHERE t.status IN ('Binding', 'Pipelined') AND {cond}")
@@ -72,15 +73,24 @@ class Instance:
             return "scheduler_name <> %s", [self.scheduler_name]
         return "scheduler_name = ANY(%s)", [sorted(self.schedulers)]
 
-    def sharding_for(self, snapshot: ClusterSnapshot) -> Sharding | None:
-        """The session's Sharding, the foreign jobs read now (after the snapshot's load); None
-        on an unsharded cluster."""
+    def foreign_in(self, snapshot: ClusterSnapshot, state: LoadedState) -> frozenset[str]:
+        """The uids of the snapshot's jobs another instance places, by the scheduler name of
+        their loaded rows (`_cond`'s test, in memory)."""
+        rows = state.jobs
+        if self.scheduler_name:
+            ours = self.scheduler_name
+            return frozenset(uid for uid in snapshot.jobs if (row := rows.get(uid)) is not None
+                             and row.scheduler_name != ours)
+        names = self.schedulers
+        return frozenset(uid for uid in snapshot.jobs if (row := rows.get(uid)) is not None
+                         and row.scheduler_name in names)
+
+    def sharding_for(self, snapshot: ClusterSnapshot, state: LoadedState) -> Sharding | None:
+        """The session's Sharding over `snapshot` (built from `state`), the foreign jobs
+        classified now; None on an unsharded cluster."""
         if not self.sharded:
             return None
-        cond, params = self._cond()
-        with connection.cursor() as cursor:
-            cursor.execute(_FOREIGN_SQL.format(cond=cond), params)
-            self.foreign = frozenset(uid for (uid,) in cursor.fetchall() if uid in snapshot.jobs)
+        self.foreign = self.foreign_in(snapshot, state)
         return Sharding(self.mode, self.shard, self.nodes_in_shard, self.scheduler_name, self.foreign)
 
 

@@ -103,7 +103,7 @@ JOBS = RowSpec("jobs", "core_job", (
     ("preemptable", "preemptable", PLAIN), ("sla_waiting_time", "sla_waiting_time", PLAIN),
     ("created", "created", EPOCH), ("reason_code", "reason_code", PLAIN),
     ("reason_message", "reason_message", PLAIN), ("reason_details", "reason_details", JSON),
-    ("reason_since", "reason_since", PLAIN)),
+    ("reason_since", "reason_since", PLAIN), ("scheduler_name", "scheduler_name", PLAIN)),
     # EXISTS per finished job (no index on status needed), not a hash of every holding task.
     where=(f"phase NOT IN {_TERMINAL} OR EXISTS (SELECT 1 FROM core_task t WHERE t.job_id = core_job.id "
            f"AND t.status IN {_HOLDING})"),

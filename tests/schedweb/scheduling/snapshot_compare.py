@@ -47,7 +47,7 @@ def picture(state: LoadedState) -> dict[str, Any]:
         "priority_classes": {n: (p.value, p.preemption_policy) for n, p in snap.priority_classes.items()},
         "set_aside": dict(snap.set_aside),
         "task_rows": dict(state.tasks), "job_rows": {u: (r.id, r.phase, r.reason_code, r.reason_message,
-                                                         r.reason_details, r.reason_since)
+                                                         r.reason_details, r.reason_since, r.scheduler_name)
                                                      for u, r in state.jobs.items()},
         "node_ids": dict(state.node_ids), "pipelined": sorted(state.pipelined),
     }
