@@ -10,6 +10,11 @@ periods (the simulated agent's grace). Each waiting job's `estimated_start` and
 row records the run. It runs after every FORECAST_EVERY_CYCLES-th cycle (`after_cycle`): as a
 Celery task on the default `celery` queue (never the cycle's own `scheduler` queue), or in the
 process for `manage.py run_scheduler`; `manage.py forecast` runs it once.
+
+On a sharded cluster (NodeShard rows) every simulated cycle runs one session per scheduler
+instance that cycles here (`instance_shardings`: each of SCHEDULER_SHARDS, else the default
+instance alone), each placing only the jobs routed to it, on its shard's nodes in its mode, as
+the instances' own cycles would.
 """
 
 from __future__ import annotations
@@ -29,7 +34,9 @@ from django.db.models.functions import RowNumber
 from django.utils import timezone
 
 from scheduler_core.forecast import Forecast, forecast
+from scheduler_core.framework.sharding import Sharding
 from schedweb.core.models import Job, JobPhase, Task, TaskStatus
+from schedweb.scheduling import shard_runtime
 from schedweb.scheduling.adapter import LoadedState, load_state
 from schedweb.scheduling.cycle import active_conf, with_rescheduling_last_run
 from schedweb.scheduling.models import ForecastRun, JobForecast
@@ -79,10 +86,27 @@ def _round_starts(state: LoadedState) -> None:
                 task.started = round(task.started, 3)
 
 
+def instance_shardings(state: LoadedState) -> tuple[Sharding, ...]:
+    """The Sharding of every scheduler instance whose cycles run (SCHEDULER_SHARDS' shards, else
+    the default instance), over `state`; () on an unsharded cluster (no NodeShard row)."""
+    out = []
+    for name in list(getattr(settings, "SCHEDULER_SHARDS", [])) or [""]:
+        try:
+            instance = shard_runtime.resolve(name)
+        except shard_runtime.ShardMissing:  # a configured shard without its row: it places nothing
+            continue
+        sharding = instance.sharding_for(state.snapshot, state)
+        if sharding is None:
+            return ()
+        out.append(sharding)
+    return tuple(out)
+
+
 def compute(state: LoadedState, now: datetime, *, estimates: Mapping[str, float] | None = None,
             conf: Any = None, cpu_budget_s: float | None = None) -> Forecast:
     """The forecast of a loaded state at `now` with the active configuration (or `conf`); the
     snapshot is handed over (changed in place). Settings give the horizon, step and CPU budgets."""
+    shardings = instance_shardings(state)
     if conf is None:
         _, conf = active_conf()
         conf, _ = with_rescheduling_last_run(conf, now.timestamp())
@@ -92,7 +116,8 @@ def compute(state: LoadedState, now: datetime, *, estimates: Mapping[str, float]
     budget = float(settings.FORECAST_CPU_BUDGET_S) if cpu_budget_s is None else cpu_budget_s
     return forecast(state.snapshot, conf, now=now.timestamp(), horizon_s=float(settings.FORECAST_HORIZON_S),
                     max_steps=int(settings.FORECAST_MAX_STEPS), cpu_budget_s=budget if budget > 0 else None,
-                    runtime_estimates=estimates, period=period, release_grace_s=2 * period, copy=False)
+                    runtime_estimates=estimates, period=period, release_grace_s=2 * period, copy=False,
+                    shardings=shardings)
 
 
 def store(fc: Forecast, job_ids: Mapping[str, int], now: datetime, run: ForecastRun) -> bool:

@@ -189,3 +189,53 @@ def test_manage_forecast_runs_once(capsys):
     assert out.startswith(f"forecast {run.pk}: 1 waiting job(s), 1 cycle(s) simulated until ")
     assert "(stopped: answered)" in out
     assert JobForecast.objects.get().estimate_basis == "never"
+
+
+def _sharded(settings) -> None:
+    """Two 4-cpu nodes, each its own hard shard: n0 is shard a's (scheduler sched-a), n1 shard b's."""
+    from schedweb.core.models import NodeShard
+
+    services.queue_create(name="q")
+    for name in ("n0", "n1"):
+        services.node_create(name=name, allocatable={"cpu": "4", "memory": "8Gi", "pods": 110})
+    NodeShard.objects.create(name="a", scheduler_name="sched-a", mode="hard", nodes_desired=["n0"])
+    NodeShard.objects.create(name="b", scheduler_name="sched-b", mode="hard", nodes_desired=["n1"])
+    settings.SCHEDULER_SHARDS = ["a", "b"]
+
+
+def _routed(name: str, scheduler: str, durations: list[float | None]) -> Job:
+    tasks = [{"name": f"{name}-{i}", "request": {"cpu": "4", "memory": "1Gi"}, "duration": d}
+             for i, d in enumerate(durations)]
+    return job_submit(namespace="ns", name=name, queue="q", min_member=len(durations),
+                      scheduler_name=scheduler, tasks=tasks)
+
+
+def test_a_sharded_forecast_runs_each_instance_on_its_own_nodes(settings):
+    # Shard a's `long` holds n0 until t0+300. Waiting: `ja` (shard a's) and `jb` (shard b's), 4 cpu
+    # each. Unsharded, ja (older) would take n1 now; each instance places only its own jobs on
+    # its own nodes: jb takes n1 at once, ja waits for n0.
+    _sharded(settings)
+    t0 = timezone.now().replace(microsecond=0)
+    _routed("long", "sched-a", [300])
+    assert cycle_run(now=t0, shard="a").binds == 1
+    agent_step(now=t0)
+    ja = _routed("ja", "sched-a", [600])
+    jb = _routed("jb", "sched-b", [600])
+    now = t0 + timedelta(seconds=100)
+    run = run_forecast(now=now)
+    assert run.errors == ""
+    rows = dict(JobForecast.objects.values_list("job_id", "estimated_start"))
+    assert rows == {ja.pk: t0 + timedelta(seconds=300), jb.pk: now}
+
+
+def test_without_an_instance_for_a_shard_its_jobs_never_start(settings):
+    _sharded(settings)
+    settings.SCHEDULER_SHARDS = ["b"]  # nobody cycles shard a
+    ja = _routed("ja", "sched-a", [600])
+    jb = _routed("jb", "sched-b", [600])
+    now = timezone.now().replace(microsecond=0)
+    run_forecast(now=now)
+    rows = {pk: (start, basis) for pk, start, basis in
+            JobForecast.objects.values_list("job_id", "estimated_start", "estimate_basis")}
+    assert rows[jb.pk] == (now, "declared")
+    assert rows[ja.pk][0] is None
