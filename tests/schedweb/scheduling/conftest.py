@@ -10,6 +10,7 @@ from django.db import connection
 from schedweb.core import services
 from schedweb.core.job_services import job_submit
 from schedweb.core.models import NODE_BOUND_TASK_STATUSES, Node, Task
+from schedweb.scheduling import incremental
 
 requires_postgres = pytest.mark.skipif(connection.vendor != "postgresql",
                                        reason="needs PostgreSQL (DATABASE_URL=postgres://...)")
@@ -69,3 +70,16 @@ def test_database_url() -> str:
     s = connection.settings_dict
     auth = s["USER"] + (f":{s['PASSWORD']}" if s.get("PASSWORD") else "")
     return f"postgres://{auth}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
+
+
+@pytest.fixture
+def fresh_shard_caches():
+    """Each instance's kept snapshot forgotten before and after the test (the unsharded one
+    selected again): shard tests switch instances in one process."""
+    incremental.use_shard("")
+    incremental.forget()
+    incremental._others.clear()
+    yield
+    incremental.use_shard("")
+    incremental.forget()
+    incremental._others.clear()

@@ -9,27 +9,16 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from schedweb.core.models import NodeShard
-from schedweb.scheduling import incremental, metrics_body, metrics_body_file
+from schedweb.scheduling import metrics_body, metrics_body_file
 from schedweb.scheduling.cycle import cycle_run
 from schedweb.scheduling.models import MetricsBody
 
 from .conftest import make_cluster, submit
 from .test_shard_instances import submit_to
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_shard_caches")]
 
 SHARE = "volcano_job_share"
-
-
-@pytest.fixture(autouse=True)
-def _fresh_caches():
-    incremental.use_shard("")
-    incremental.forget()
-    incremental._others.clear()
-    yield
-    incremental.use_shard("")
-    incremental.forget()
-    incremental._others.clear()
 
 
 def job_series(text: str) -> set[str]:

@@ -30,7 +30,8 @@ from schedweb.scheduling.snapshot_sql import JOBS
 
 from .conftest import make_cluster, requires_postgres, submit
 
-pytestmark = [requires_postgres, pytest.mark.django_db(transaction=True)]
+pytestmark = [requires_postgres, pytest.mark.django_db(transaction=True),
+              pytest.mark.usefixtures("fresh_shard_caches")]
 
 SCHEDULERS = ("volcano", "sched-a", "sched-b", "other")
 INSTANCES = ("", "a", "b")
@@ -108,17 +109,6 @@ class World:
         else:
             run = cycle_run(shard=INSTANCES[pick % len(INSTANCES)])
             assert not run.errors and not run.skipped, run.errors
-
-
-@pytest.fixture(autouse=True)
-def _fresh_caches():
-    incremental.use_shard("")
-    incremental.forget()
-    incremental._others.clear()
-    yield
-    incremental.use_shard("")
-    incremental.forget()
-    incremental._others.clear()
 
 
 @settings(max_examples=15, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])

@@ -22,7 +22,8 @@ from schedweb.scheduling.models import CycleRun
 from .conftest import make_cluster, requires_postgres, statuses, submit
 from .snapshot_compare import differences, picture
 
-pytestmark = [requires_postgres, pytest.mark.django_db(transaction=True)]
+pytestmark = [requires_postgres, pytest.mark.django_db(transaction=True),
+              pytest.mark.usefixtures("fresh_shard_caches")]
 
 
 def shards(mode: str = "hard") -> None:
@@ -47,17 +48,6 @@ def assert_kept_equals_fresh(shard: str) -> None:
         full = load_state(now)
         assert not kept.full, shard
         assert differences(picture(kept), picture(full)) == []
-
-
-@pytest.fixture(autouse=True)
-def _fresh_caches():
-    incremental.use_shard("")
-    incremental.forget()
-    incremental._others.clear()
-    yield
-    incremental.use_shard("")
-    incremental.forget()
-    incremental._others.clear()
 
 
 def test_two_shards_alternate_each_with_its_own_kept_snapshot():
