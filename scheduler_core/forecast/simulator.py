@@ -21,7 +21,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from scheduler_core.forecast.clone import clone_snapshot, share_specs
 from scheduler_core.forecast.types import Basis
@@ -39,6 +39,7 @@ from scheduler_core.resources import Resource
 from scheduler_core.result import SessionResult
 
 if TYPE_CHECKING:
+    from scheduler_core.framework.kept import KeptState
     from scheduler_core.framework.sharding import Sharding
 
 EPS = 1e-9
@@ -78,7 +79,7 @@ class Simulator:
         self._times: list[int] = []              # other cycles where something may change
         self.history_seen = False                # an estimated (history) end has been applied
         self.pending_version = 0                 # bumped whenever the set of Pending tasks changes
-        self._kept: dict[str, Any] = {}          # per scheduler instance (sharded runs): its KeptState
+        self._kept: dict[str, KeptState] = {}    # per scheduler instance (sharded runs)
         for job in self.snap.jobs.values():
             self._register(job)
             for task in job.tasks.values():
@@ -264,11 +265,7 @@ class Simulator:
         from scheduler_core.framework.kept import KeptState
         from scheduler_core.scheduler import run_session  # late: imports every plugin
 
-        kept: KeptState | None = None
-        if sharding is not None:
-            kept = self._kept.get(sharding.shard_name)
-            if kept is None:
-                kept = self._kept[sharding.shard_name] = KeptState()
+        kept = None if sharding is None else self._kept.setdefault(sharding.shard_name, KeptState())
         result = run_session(self.snap, conf, record_scores=False,  # never inherit a caller's recording
                              sharding=sharding, kept=kept)
         changed = bool(result.binds or result.evictions or result.pipelined)
