@@ -19,8 +19,7 @@ Deferred, tried again next cycle), not set aside.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +27,8 @@ from scheduler_core.framework.work_budget import WorkBudgetExceeded
 from scheduler_core.model import OCCUPYING_STATUSES, TaskStatus
 
 if TYPE_CHECKING:
+    from types import TracebackType
+
     from scheduler_core.framework.session import Session
     from scheduler_core.framework.statement import Statement
     from scheduler_core.model import ClusterSnapshot, JobInfo, TaskInfo
@@ -198,9 +199,7 @@ def defer(ssn: Session, job: JobInfo, exc: WorkBudgetExceeded, where: str) -> No
                       {"work_units": exc.used, "work_budget": exc.budget, "action": where})
 
 
-@contextmanager
-def guard(ssn: Session, job: JobInfo, where: str, on_failure: Callable[[], Any] | None = None,
-          on_defer: Callable[[list[TaskInfo]], Any] | None = None) -> Iterator[GuardScope]:
+class guard:  # noqa: N801 - used as a function: `with guard(ssn, job, where) as scope:`
     """Run one job's work; on an exception set the job aside and undo what its statements did.
 
     The session's work meter charges the block's work to the job (framework.work_budget): over
@@ -208,27 +207,46 @@ def guard(ssn: Session, job: JobInfo, where: str, on_failure: Callable[[], Any] 
     Deferred, not set aside). `on_failure` runs after the undo (an action's caches that must
     forget the undone work); for a deferral, `on_defer(placed tasks)` runs before the undo
     instead when given (a cheaper, targeted forget), else `on_failure` after it.
+    (A class rather than a generator context manager: allocate enters one per job per session.)
     """
-    scope = GuardScope(ssn)
-    meter = getattr(ssn, "work", None)
-    outer = meter.job if meter is not None else None
-    if meter is not None:
-        meter.job = job.uid
-    try:
-        yield scope
-    except WorkBudgetExceeded as exc:
-        if on_defer is not None:
-            on_defer([t for stmt in scope.statements for t in stmt.placed_tasks()])
-        _undo(scope, job, error_of(exc, where))
-        defer(ssn, job, exc, where)
-        if on_defer is None and on_failure is not None:
-            on_failure()
-    except Exception as exc:
-        error = error_of(exc, where)
-        _undo(scope, job, error)
-        ssn.quarantine(job, error)
-        if on_failure is not None:
-            on_failure()
-    finally:
+
+    __slots__ = ("ssn", "job", "where", "on_failure", "on_defer", "scope", "meter", "outer")
+
+    def __init__(self, ssn: Session, job: JobInfo, where: str, on_failure: Callable[[], Any] | None = None,
+                 on_defer: Callable[[list[TaskInfo]], Any] | None = None) -> None:
+        self.ssn, self.job, self.where = ssn, job, where
+        self.on_failure, self.on_defer = on_failure, on_defer
+        self.scope = GuardScope(ssn)
+        self.meter = getattr(ssn, "work", None)
+        self.outer: str | None = None
+
+    def __enter__(self) -> GuardScope:
+        meter = self.meter
         if meter is not None:
-            meter.job = outer
+            self.outer = meter.job
+            meter.job = self.job.uid
+        return self.scope
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> bool:
+        try:
+            if exc is None or not isinstance(exc, Exception):
+                return False
+            scope, job, where = self.scope, self.job, self.where
+            if isinstance(exc, WorkBudgetExceeded):
+                if self.on_defer is not None:
+                    self.on_defer([t for stmt in scope.statements for t in stmt.placed_tasks()])
+                _undo(scope, job, error_of(exc, where))
+                defer(self.ssn, job, exc, where)
+                if self.on_defer is None and self.on_failure is not None:
+                    self.on_failure()
+                return True
+            error = error_of(exc, where)
+            _undo(scope, job, error)
+            self.ssn.quarantine(job, error)
+            if self.on_failure is not None:
+                self.on_failure()
+            return True
+        finally:
+            if self.meter is not None:
+                self.meter.job = self.outer

@@ -56,3 +56,15 @@ def sort_tasks(tasks: list[TaskInfo], reverse: bool = False) -> None:
         tasks[:] = [t for _, t in keyed]
     else:
         tasks.sort(key=cmp_to_key(compare_task), reverse=reverse)
+
+
+def first_task(tasks: list[TaskInfo]) -> TaskInfo:
+    """The task `sort_tasks` would put first (without sorting when the order is a total one)."""
+    indexes = [name_index(t.name) for t in tasks]
+    if all(i is None for i in indexes):
+        return min(tasks, key=lambda t: (t.created, t.uid))
+    if all(i is not None for i in indexes):
+        return min(zip(indexes, tasks, strict=True), key=lambda p: (p[0], p[1].created, p[1].uid))[1]
+    ordered = list(tasks)  # not a total order: the sort's own first
+    sort_tasks(ordered)
+    return ordered[0]

@@ -26,12 +26,18 @@ The stages, as in Volcano:
 7. commit / discard, at the end of a round: ready -> commit; else pipelined -> keep (the
    allocated tasks wait, reason WaitingForPreemption); else discard.
 Every speed-up (per-class state, change log, failure memo) lives behind `placer.Placer`.
+A job's first round takes a quick path when its pending tasks are all of one kind and the
+Placer's failure memo already says that kind fits nowhere (`_quick_round`): the same calls in the
+same order as the full round (queue check, the memoised `best`, its fit errors, the gang check,
+step 7), without ordering its tasks or opening a statement. In a steady cluster most waiting jobs
+are such gangs, and this is their whole round.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from scheduler_core.actions.allocate.heads import PendingHeads
 from scheduler_core.actions.allocate.placer import Placer
 from scheduler_core.actions.util.common import active_jobs, record_queue_refusal, record_waiting
 from scheduler_core.actions.util.ordering import KeyedQueue, PriorityQueue, TaskList, order_queue
@@ -52,6 +58,8 @@ class AllocateAction(Action):
 
     # Place runs of identical tasks in one step (tests turn it off to compare with one by one).
     runs: bool = True
+    # Take `_quick_round` when it applies (tests turn it off to compare with the full round).
+    quick: bool = True
 
     def execute(self, ssn: Session) -> None:
         """Run allocate over every valid, admitted job."""
@@ -78,6 +86,8 @@ class AllocateAction(Action):
         for queue in order:
             queues.push(queue)
         self._placer = Placer(ssn)
+        heads = ssn.kept.part("allocate.heads", PendingHeads) if ssn.kept is not None else PendingHeads()
+        heads.prune(ssn.jobs)
         pending: dict[str, TaskList] = {}
         failed: dict[str, set[tuple]] = {}
         while queues:
@@ -101,6 +111,9 @@ class AllocateAction(Action):
                        on_defer=self._placer.deferred) as scope:
                 tasks = pending.get(job.uid)
                 if tasks is None:
+                    if self._quick_round(ssn, queue, job, heads.head(job)):
+                        queues.push(queue)
+                        continue  # its round ended: the job is not pushed back
                     tasks = TaskList(ssn, (t for t in job.pending_tasks() if not t.best_effort))
                     pending[job.uid] = tasks
                     failed[job.uid] = set()
@@ -163,6 +176,25 @@ class AllocateAction(Action):
         else:
             placer.released(stmt.placed_tasks())
             stmt.discard()
+
+    def _quick_round(self, ssn: Session, queue: QueueInfo, job: JobInfo, head: TaskInfo | None) -> bool:
+        """The job's whole first round when `head` (its first pending task, every pending task
+        being of its kind) is refused or fits nowhere by the memo; False (nothing done) otherwise.
+        The calls are `_allocate_job`'s for that case: the rest of the tasks would be skipped."""
+        placer = self._placer
+        if head is None or not self.quick or not placer.known_failure(head):
+            return False
+        if queue.state is not QueueState.OPEN or not ssn.allocatable(queue, head):
+            record_queue_refusal(ssn, self.name, job, queue, overused=False)
+        else:
+            placer.best(head)  # None, from the memo (a recorded empty try when scores are kept)
+            ssn.record_fit_errors(job.uid, head.uid, placer.fit_errors(head))
+            reachable = job.ready_task_num() + job.waiting_task_num() + job.pending_best_effort_task_num()
+            if reachable < job.min_available:
+                ssn.job_ready(job)  # the full round asks before it stops
+        if not ssn.job_ready(job) and ssn.job_pipelined(job):
+            record_waiting(ssn, self.name, job)
+        return True
 
     def _run(self, ssn: Session, stmt: Statement, queue: QueueInfo, job: JobInfo, tasks: TaskList,
              task: TaskInfo, row: int) -> int:

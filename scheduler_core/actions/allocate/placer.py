@@ -100,6 +100,11 @@ class Placer:
             self._failed[key] = (len(log.rows), state.errors())
         return choice
 
+    def known_failure(self, task: TaskInfo) -> bool:
+        """Whether `best(task)` would answer None from the failure memo (nothing is asked)."""
+        known = self._failed.get(self.class_key(task))
+        return known is not None and known[0] == len(self._log.rows)
+
     def run_length(self, task: TaskInfo, row: int, limit: int,
                    cap: Callable[[int], int] | None = None) -> int:
         """How many of `limit` identical tasks in a row, `task` first, go to `row`, the row
