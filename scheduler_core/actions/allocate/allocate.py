@@ -28,7 +28,7 @@ The stages, as in Volcano:
 Every speed-up (per-class state, change log, failure memo) lives behind `placer.Placer`.
 A job's first round takes a quick path when its pending tasks are all of one kind and the
 Placer's failure memo already says that kind fits nowhere (`_quick_round`): the same calls in the
-same order as the full round (queue check, the memoised `best`, its fit errors, the gang check,
+same order as the full round (queue check, the memoised `best`, its fit errors,
 step 7), without ordering its tasks or opening a statement. In a steady cluster most waiting jobs
 are such gangs, and this is their whole round.
 """
@@ -180,7 +180,7 @@ class AllocateAction(Action):
     def _quick_round(self, ssn: Session, queue: QueueInfo, job: JobInfo, head: TaskInfo | None) -> bool:
         """The job's whole first round when `head` (its first pending task, every pending task
         being of its kind) is refused or fits nowhere by the memo; False (nothing done) otherwise.
-        The calls are `_allocate_job`'s for that case: the rest of the tasks would be skipped."""
+        The calls with an effect are `_allocate_job`'s for that case: the rest would be skipped."""
         placer = self._placer
         if head is None or not self.quick or not placer.known_failure(head):
             return False
@@ -189,9 +189,7 @@ class AllocateAction(Action):
         else:
             placer.best(head)  # None, from the memo (a recorded empty try when scores are kept)
             ssn.record_fit_errors(job.uid, head.uid, placer.fit_errors(head))
-            reachable = job.ready_task_num() + job.waiting_task_num() + job.pending_best_effort_task_num()
-            if reachable < job.min_available:
-                ssn.job_ready(job)  # the full round asks before it stops
+            # (The full round's gang check only decides whether it stops or skips the rest.)
         if not ssn.job_ready(job) and ssn.job_pipelined(job):
             record_waiting(ssn, self.name, job)
         return True
