@@ -250,10 +250,11 @@ def run_case(size: str, scenario: str, seed: int = 1, cycles: int | None = None,
     }
 
 
-def profile_case(size: str, scenario: str, seed: int = 1, conn: Any = None) -> str:
-    """pyinstrument's call tree of one cycle_run() of the case: the first after the warm-up (and
-    after the agent's work and 1% churn for steady), as run_case measures it. `conn`: a psycopg
-    connection to Django's database (default: a new one to the benchmark database)."""
+def profile_case(size: str, scenario: str, seed: int = 1, conn: Any = None, warm: int = 1) -> str:
+    """pyinstrument's call tree of one cycle_run() of the case: the first after `warm` warm-up
+    cycles (each followed by the agent's work and 1% churn for steady), as run_case measures it.
+    Kept state (reasons, figures) fills over the first few cycles: a steady profile wants warm >= 3.
+    `conn`: a psycopg connection to Django's database (default: a new one to the benchmark database)."""
     import psycopg
 
     from schedweb.scheduling.cycle import cycle_run
@@ -262,10 +263,11 @@ def profile_case(size: str, scenario: str, seed: int = 1, conn: Any = None) -> s
     with (psycopg.connect(bench_url()) if conn is None else nullcontext(conn)) as db:
         reset(db, world.spec)
         if scenario not in ("fill", "contention"):
-            cycle_run()
-            start_bound(db)
-            if scenario == "steady":
-                churn(db, world)
+            for _ in range(max(1, warm)):
+                cycle_run()
+                start_bound(db)
+                if scenario == "steady":
+                    churn(db, world)
     return sample_profile(cycle_run)
 
 
@@ -352,11 +354,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--compare-limit", default="", metavar="SIZE:SCENARIO,...",
                    help="also run these cases without the feasible-node search limit (e.g. L:fill,L:steady)")
     p.add_argument("--case", help=argparse.SUPPRESS)
-    p.add_argument("--profile", metavar="SIZE:SCENARIO", help="profile one cycle of the case instead")
+    p.add_argument("--profile", metavar="SIZE:SCENARIO",
+                   help="profile one cycle of the case instead (after --cycles warm ones, default 1)")
     args = p.parse_args(argv)
     if args.profile:
         setup_django()
-        print(profile_case(*args.profile.split(":"), seed=args.seed))
+        print(profile_case(*args.profile.split(":"), seed=args.seed, warm=args.cycles or 1))
         return 0
     if args.case:
         setup_django()
