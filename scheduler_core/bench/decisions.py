@@ -17,18 +17,27 @@ import sys
 
 from scheduler_core.bench.generator import build_world
 from scheduler_core.bench.snapshot import Churn, conf_of, to_snapshot
+from scheduler_core.framework.conf import parse_conf
 from scheduler_core.framework.node_search import NodeScan
 from scheduler_core.scheduler import run_session
 
 # (size, scenario, cycles): enough cycles for churn and a second look at the same backlog.
+# A `/capacity` case runs with the hierarchical capacity plugin in proportion's place (schedweb's
+# default configuration): its quota refusals and queue chains are digested too.
 CASES = (("S", "fill", 1), ("S", "steady", 4), ("S", "contention", 1), ("S", "backlog", 3),
-         ("M", "fill", 1), ("M", "steady", 2), ("M", "contention", 1), ("M", "backlog", 2))
+         ("M", "fill", 1), ("M", "steady", 2), ("M", "contention", 1), ("M", "backlog", 2),
+         ("S", "steady/capacity", 4), ("M", "steady/capacity", 2))
+CAPACITY_CONF = {"actions": "enqueue, allocate, backfill", "tiers": [
+    {"plugins": [{"name": "priority"}, {"name": "gang"}, {"name": "conformance"}]},
+    {"plugins": [{"name": "overcommit"}, {"name": "drf"}, {"name": "predicates"},
+                 {"name": "capacity", "enableHierarchy": True}, {"name": "nodeorder"}, {"name": "binpack"}]}]}
 
 
 def digest(size: str, scenario: str, cycles: int, seed: int = 1) -> str:
     """Hex digest of the results of `cycles` sessions of the case (deterministic)."""
+    scenario, _, variant = scenario.partition("/")
     world = build_world(size, scenario, seed)
-    conf = conf_of(world.spec)
+    conf = parse_conf(CAPACITY_CONF) if variant == "capacity" else conf_of(world.spec)
     churn = Churn(world) if scenario in ("steady", "backlog") else None
     h = hashlib.sha256()
     scan = NodeScan()  # the feasible-node search's rotating index, kept across cycles like the cycle's

@@ -9,7 +9,9 @@ or a rendering when all of it is unchanged:
   task indexes, so task counts, statuses and requests), with the same phase, queue, gang
   minimums and minResources;
 - what the session recorded for it: its candidate reasons and its tasks' fit errors, compared
-  by value (`==`, C speed: no freezing);
+  by value (`==`, C speed: no freezing) as the answer reads them (`comparable`: a quota refusal
+  that is rendered again from the close figures is compared without the recorder's message and
+  mid-session figures, which move every cycle and are never quoted);
 - what the answer reads around the job: the conf (the predicates, the queue plugin, the
   actions), the same or equal, the nodes' facts (`node_facts`: allocatable, pod limits, labels,
   taints, unschedulable, compared once per session), its queue's state and the figures of its queue
@@ -17,8 +19,12 @@ or a rendering when all of it is unchanged:
   when the reason quotes them (a quota refusal rendered at close, a queue limit's chain).
 
 Whatever else changes (other queues' figures, other jobs, running tasks on the nodes) is not
-read by the reason of an unchanged job that does not quote figures. A job with no valid entry
-is answered as before (reasons.job_reason, reason_memo) and its entry replaced.
+read by the reason of an unchanged job that does not quote figures. When only the figures a quota
+reason quotes moved (everything else above unchanged, no NeverFits answer), the entry is a
+*requote*: the reason's tail is rendered again from this session's figures, with no NeverFits
+check and no memo key, and jobs of one shape in one queue share that rendering
+(CloseFigures.render). A job with no valid entry is answered as before (reasons.job_reason,
+reason_memo) and its entry replaced.
 
 Refresh, a bound on the life of anything the comparison would miss: each job falls in one of
 `REFRESH_EVERY` buckets (a hash of its uid) and the jobs of one bucket per session are answered
@@ -36,6 +42,7 @@ import zlib
 from typing import TYPE_CHECKING, Any
 
 from scheduler_core.explain.reason_memo import resource_key
+from scheduler_core.framework.records import RENDERED_KEYS
 
 if TYPE_CHECKING:
     from scheduler_core.explain.reason_figures import CloseFigures
@@ -138,7 +145,8 @@ class JobEntries:
         self.previous: dict[str, JobEntry] = {}
         self.current: dict[str, JobEntry] = {}
         self._queue_keys: dict[tuple[str, bool], tuple] = {}
-        self.hits = self.misses = 0
+        self.hits = self.misses = self.requotes = 0
+        self.requote: JobEntry | None = None  # set by get: see there
         self.refresh = -1
         if kept is None:
             return
@@ -151,6 +159,23 @@ class JobEntries:
         kept.conf = ssn.conf
         if not same_nodes:
             kept.nodes = kept_facts(nodes)
+
+    def comparable(self, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The records as the answer reads them: a refusal rendered from the close figures
+        without the recorder's message and mid-session view (RENDERED_KEYS but the refusal),
+        which move with the figures every cycle and are never quoted (reason_memo's record key)."""
+        out = records
+        for i, rec in enumerate(records):
+            details = rec.get("details")
+            ref = details.get("refusal") if details else None
+            if ref is None or ref.get("queue") not in self.figures.figures:
+                continue
+            if out is records:
+                out = list(records)
+            kept = {k: v for k, v in details.items() if k == "refusal" or k not in RENDERED_KEYS}
+            out[i] = {**{k: v for k, v in rec.items() if k != "message" and k != "details"},
+                      "details": kept}
+        return out
 
     def queue_key(self, queue: QueueInfo, quotes: bool) -> tuple:
         """The queue's state and its chain's bounding figures (every figure when `quotes`)."""
@@ -175,17 +200,25 @@ class JobEntries:
     def get(self, job: JobInfo, queue: QueueInfo, records: list[dict[str, Any]],
             fit: Any) -> tuple[Reason, tuple | None] | None:
         """(kept reason, its shared rendering's memo key) when nothing it was computed from
-        changed, else None."""
+        changed, else None. When only the figures a quota reason quotes moved (the job, its
+        records, its fit errors, its queue's state and bounds are those of the entry, and it is
+        no NeverFits answer), `requote` holds the entry: the answer is the tail rendered again
+        (`requoted`), with no NeverFits check or memo key."""
+        self.requote = None
         entry = self.previous.get(job.uid)
         if entry is None or entry.bucket == self.refresh or entry.job is not job \
                 or entry.revision != job.revision:
             return None
         try:
-            same = (same_fields(entry.fields, job) and entry.records == records and entry.fit == fit
-                    and entry.queue_key == self.queue_key(queue, entry.quotes))
+            same = (same_fields(entry.fields, job) and entry.fit == fit
+                    and entry.records == self.comparable(records))
         except Exception:  # a details value without a plain `==` (e.g. an array): answer afresh
             same = False
         if not same:
+            return None
+        if entry.queue_key != self.queue_key(queue, entry.quotes):
+            if entry.quotes and entry.never is None and entry.bounds == self.queue_key(queue, False):
+                self.requote = entry  # only the quoted figures moved: render again from them
             return None
         self.hits += 1
         self.current[job.uid] = entry
@@ -205,6 +238,13 @@ class JobEntries:
             return None  # a queue limit's answer quotes its chain's figures: they moved
         return entry.never, entry.part
 
+    def requoted(self, entry: JobEntry, queue: QueueInfo, reason: Reason) -> None:
+        """Keep `entry` (handed out by `get` as `requote`) with its reason rendered again."""
+        self.requotes += 1
+        entry.reason, entry.memo_key = reason, None
+        entry.queue_key = self.queue_key(queue, True)
+        self.current[entry.job.uid] = entry
+
     def put(self, job: JobInfo, queue: QueueInfo, records: list[dict[str, Any]], fit: Any,
             reason: Reason, memo_key: tuple | None, never: Reason | None, part: tuple | None) -> None:
         """Keep the job's fresh answer (and its NeverFits answer) for the next session."""
@@ -215,7 +255,8 @@ class JobEntries:
         bucket = old.bucket if old is not None else bucket_of(job.uid)
         quotes = "queue_chain" in reason.details or any(
             (rec.get("details") or {}).get("refusal") is not None for rec in records)
-        self.current[job.uid] = JobEntry(job, job_fields(job), records, fit, self.queue_key(queue, False),
+        self.current[job.uid] = JobEntry(job, job_fields(job), self.comparable(records), fit,
+                                         self.queue_key(queue, False),
                                          self.queue_key(queue, quotes), quotes, reason, memo_key, never,
                                          part, bucket)
 

@@ -130,6 +130,11 @@ class CloseFigures:
         self.ceiling: tuple[str, ...] = declared or ("real_capability",)
         self._chains: dict[str, list[str]] = {}
         self._details: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        # Per session, shared read-only by every reason that quotes them: siblings share their
+        # ancestors' chain entries, and jobs of one shape in one queue one rendering.
+        self._entries: dict[tuple[str, str], dict[str, Any]] = {}
+        self._used: dict[tuple[str, str], Resource] = {}
+        self._rendered: dict[tuple, tuple[str, dict[str, Any]] | None] = {}
 
     def chain(self, queue: str) -> list[str]:
         """root .. queue names whose figures exist (just the queue for flat plugins)."""
@@ -154,10 +159,22 @@ class CloseFigures:
         return hit
 
     def _entry(self, name: str, limit: str) -> dict[str, Any]:
-        return chain_entry(name, self.figures[name], limit)
+        key = (name, limit)
+        hit = self._entries.get(key)
+        if hit is None:
+            hit = self._entries[key] = chain_entry(name, self.figures[name], limit)
+        return hit
 
     def used(self, name: str, check: str) -> Resource:
-        """What a check counts as used at close: allocated, plus inqueue minus elastic for enqueue."""
+        """What a check counts as used at close: allocated, plus inqueue minus elastic for enqueue
+        (shared: read-only)."""
+        key = (name, "enqueue" if check == "enqueue" else "")
+        hit = self._used.get(key)
+        if hit is None:
+            hit = self._used[key] = self._used_now(name, check)
+        return hit
+
+    def _used_now(self, name: str, check: str) -> Resource:
         fig = self.figures[name]
         used = fig.allocated.clone() if fig.allocated is not None else Resource.empty()
         if check == "enqueue":
@@ -181,6 +198,16 @@ class CloseFigures:
             need = gang_need(job) or ref.get("request")
         if need is None:
             return None
+        # A function of these alone (the figures are the session's): one rendering per shape.
+        key = (job.queue, queue, check, limit, need.milli_cpu, need.memory,
+               tuple(sorted(need.scalars.items())))
+        if key in self._rendered:
+            return self._rendered[key]
+        out = self._rendered[key] = self._render(job, queue, check, limit, need)
+        return out
+
+    def _render(self, job: JobInfo, queue: str, check: str, limit: str,
+                need: Resource) -> tuple[str, dict[str, Any]] | None:
         # The queue that refused first, then the rest of the chain leaf to root (capacity checks
         # every level): the first one still short at close is named.
         levels = [queue, *(n for n in reversed(self.chain(job.queue)) if n != queue)]

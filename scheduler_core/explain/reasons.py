@@ -122,6 +122,11 @@ def job_reason(ssn: Session, job: JobInfo, unbound: list[str] | None = None, clo
             if hit[1] is not None and close.memo is not None:
                 close.memo.carry(hit[1], hit[0])
             return hit[0]
+        if entries.requote is not None:  # the same quota reason over moved figures
+            entry = entries.requote
+            reason = _tail_of(ssn, close, job, _unbound(ssn, job, unbound), raw, queue)
+            entries.requoted(entry, queue, reason)
+            return reason
     known = entries.never_of(job, queue) if entries is not None else None
     part = None
     if known is not None:  # the NeverFits answer of an unchanged job, on unchanged nodes and bounds
@@ -151,9 +156,7 @@ def _fresh_reason(ssn: Session, close: Any, job: JobInfo, unbound: list[str], re
         details = dict(never.details)
         details.update(_details(None, fit))  # node_failures of this session's tries
         return Reason(never.code, never.message, details), None, part
-    by_code: dict[ReasonCode, list[dict[str, Any]]] = {}
-    for rec in records:  # recording order within each code
-        by_code.setdefault(_code(rec.get("code")), []).append(rec)
+    by_code = _by_code(records)
     memo = getattr(close, "memo", None)
     if memo is None:
         return _tail_reason(close, job, unbound, by_code, fit, queue), None, None
@@ -164,6 +167,19 @@ def _fresh_reason(ssn: Session, close: Any, job: JobInfo, unbound: list[str], re
         return hit, key, part
     reason = memo.put(key, job, _tail_reason(close, job, unbound, by_code, fit, queue))
     return reason, key if memo.current.get(key) is reason else None, part  # a key only for a shared one
+
+
+def _by_code(records: list[dict[str, Any]]) -> dict[ReasonCode, list[dict[str, Any]]]:
+    by_code: dict[ReasonCode, list[dict[str, Any]]] = {}
+    for rec in records:  # recording order within each code
+        by_code.setdefault(_code(rec.get("code")), []).append(rec)
+    return by_code
+
+
+def _tail_of(ssn: Session, close: Any, job: JobInfo, unbound: list[str], records: list[dict[str, Any]],
+             queue: Any) -> Reason:
+    """_fresh_reason's answer for a job that fits in principle (no NeverFits), without the memo."""
+    return _tail_reason(close, job, unbound, _by_code(records), _fit_of(ssn, job, unbound), queue)
 
 
 def _tail_reason(close: Any, job: JobInfo, unbound: list[str],

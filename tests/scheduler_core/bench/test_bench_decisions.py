@@ -19,3 +19,9 @@ def test_the_command_line_names_its_cases(capsys):
     name, value = line.split()
     assert name == "S:backlog" and value == digest("S", "backlog", 3)
     assert decisions.main(["S:nothing"]) == 2
+
+
+def test_a_capacity_case_runs_the_hierarchical_queue_plugin():
+    # The same cluster under another queue plugin: other figures and reasons, another digest.
+    assert digest("S", "steady/capacity", 1) != digest("S", "steady", 1)
+    assert decisions.main(["S:steady/capacity"]) == 0

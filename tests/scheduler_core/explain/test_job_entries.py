@@ -153,3 +153,47 @@ def test_refresh_buckets_spread_the_jobs_over_the_sessions():
     for uid in uids:
         counts[job_entries.bucket_of(uid)] += 1
     assert sum(counts) == 1000 and max(counts) < 2 * 1000 / job_entries.REFRESH_EVERY
+
+
+def test_moved_quoted_figures_requote_the_kept_answer(monkeypatch):
+    # g waits on q1's capability (2 of 4 cpu left, it needs 3); a job in the sibling q2 finishes
+    # between sessions: p's and root's allocated move, which g's queue_chain quotes, and nothing
+    # else that g's answer reads. The kept entry is requoted: its text rendered again, equal to a
+    # fresh close's, with no NeverFits check.
+    from tests.scheduler_core.builders import queue, snapshot
+    from tests.scheduler_core.explain.test_never_fits import CAPACITY_TREE
+
+    def cluster() -> ClusterSnapshot:
+        return snapshot(
+            nodes=[node("n1", cpu="16", memory="64Gi")],
+            queues=[queue("p", "root"), queue("q1", "p", capability={"cpu": "4", "memory": "64Gi"}),
+                    queue("q2", "p")],
+            jobs=[job("busy", "q1", replicas("b", 2, cpu="1", status="Running", node="n1")),
+                  job("g", "q1", [task("gw", cpu="3")]),
+                  job("other", "q2", replicas("o", 2, cpu="3", status="Running", node="n1"))])
+
+    calls = []
+    real = job_entries.JobEntries.requoted
+    monkeypatch.setattr(job_entries.JobEntries, "requoted",
+                        lambda self, *a: (calls.append(a[0].job.uid), real(self, *a))[1])
+    monkeypatch.setattr(job_entries, "REFRESH_EVERY", 10**6)
+    kept, fresh = cluster(), cluster()
+    answers = []
+    for step in range(4):
+        if step == 3:  # one of q2's tasks completes on either copy
+            for snap in (kept, fresh):
+                t = snap.jobs["ns/other"].tasks["ns/o-0"]
+                snap.nodes["n1"].remove_task(t)
+                snap.jobs["ns/other"].update_task_status(t, TaskStatus.SUCCEEDED)
+        got, want = _result(kept, CAPACITY_TREE, True), _result(fresh, CAPACITY_TREE, False)
+        assert got == want, step
+        answers.append(json.loads(got)["reasons"]["ns/g"])
+        settle(kept)
+        settle(fresh)
+    assert calls == ["ns/g"]  # only at step 3, only g (busy runs, other is not waiting)
+    chain = {lvl["queue"]: lvl["allocated"]["cpu"] for lvl in answers[3]["details"]["queue_chain"]}
+    assert [a["code"] for a in answers] == ["QueueOverCapability"] * 4
+    assert chain == {"root": 5.0, "p": 5.0, "q1": 2.0}  # the moved figures are quoted
+    assert answers[2]["details"]["queue_chain"][0]["allocated"]["cpu"] == 8.0
+    assert answers[3]["message"] == answers[2]["message"] == (
+        "queue q1 resource quota insufficient: insufficient cpu (need 3, 2 left)")
