@@ -145,6 +145,7 @@ class JobEntries:
         self.previous: dict[str, JobEntry] = {}
         self.current: dict[str, JobEntry] = {}
         self._queue_keys: dict[tuple[str, bool], tuple] = {}
+        self._level_keys: dict[tuple[str, bool], tuple] = {}
         self.hits = self.misses = self.requotes = 0
         self.requote: JobEntry | None = None  # set by get: see there
         self.refresh = -1
@@ -182,14 +183,20 @@ class JobEntries:
         key = (queue.name, quotes)
         hit = self._queue_keys.get(key)
         if hit is None:
-            names = _QUOTED if quotes else _BOUNDS
-            figs = self.figures.figures
-            chain = tuple((n, *(resource_key(getattr(figs[n], f)) for f in names))
-                          for n in self.figures.chain(queue.name))
-            if quotes:
-                chain = (chain, tuple((figs[n].share, figs[n].weight, figs[n].overused)
-                                      for n in self.figures.chain(queue.name)))
+            chain = tuple(self._level_key(n, quotes) for n in self.figures.chain(queue.name))
             hit = self._queue_keys[key] = (queue.state, chain)
+        return hit
+
+    def _level_key(self, name: str, quotes: bool) -> tuple:
+        # Per level, not per chain: a parent's figures are read once for all its descendants.
+        key = (name, quotes)
+        hit = self._level_keys.get(key)
+        if hit is None:
+            fig = self.figures.figures[name]
+            hit = (name, *(resource_key(getattr(fig, f)) for f in (_QUOTED if quotes else _BOUNDS)))
+            if quotes:
+                hit = (*hit, fig.share, fig.weight, fig.overused)
+            self._level_keys[key] = hit
         return hit
 
     def due(self, job: JobInfo) -> bool:
