@@ -339,15 +339,25 @@ def _webhook_kind(doc: JobDoc) -> str:
     return "job" if doc.kind == "Job" else "PodGroup"
 
 
-def apply_manifest(text: str, *, access: QueueAccess, dry_run: bool, preview: bool = True) -> dict[str, Any]:
-    """Read, check and apply a manifest (the caller's transaction); the response body.
+def read_documents(text: str) -> list[dict]:
+    """The manifest's YAML documents (load_documents), a DRF ValidationError (400) if unreadable."""
+    try:
+        return load_documents(text)
+    except ManifestError as exc:
+        raise serializers.ValidationError(django_validation_error_fields(exc)) from None
+
+
+def apply_manifest(text: str | list[dict], *, access: QueueAccess, dry_run: bool,
+                   preview: bool = True) -> dict[str, Any]:
+    """Read (unless given its documents, read_documents), check and apply a manifest (the
+    caller's transaction); the response body.
 
     A dry run with `preview` also gives each created or updated job's change a `preview`: where
     it would go in the next cycle and its estimated start (_add_previews).
     Raises DRF ValidationError (400, fields by manifest path), PermissionDenied (403) or
     ApplyConflict (409)."""
+    docs = read_documents(text) if isinstance(text, str) else text
     try:
-        docs = load_documents(text)
         parsed = parse_manifest(docs, dict(PriorityClass.objects.values_list("name", "value")))
     except ManifestError as exc:
         raise serializers.ValidationError(django_validation_error_fields(exc)) from None

@@ -60,6 +60,7 @@ from schedweb.core.validation import (
     fail,
     parse_resources,
 )
+from schedweb.core.waiting_counts import waiting_counts
 
 DEFAULT_POLICY = PreemptionPolicy.PREEMPT_LOWER_PRIORITY
 POD_NAME_MAX = shapes.MAX_POD_NAME  # a task's name, a replica's `<job>-<task>-<index>` too
@@ -82,8 +83,9 @@ def max_tasks_per_job() -> int:
 
 
 # Admission (README "Input limits"): jobs that wait (unfinished, not yet running) per submitter
-# and per queue. Each submission counts them with one grouped read on the job table's queue,
-# submitter and phase indexes, capped at the limit; the new jobs are checked against what is left.
+# and per queue. Each submission counts them in one statement (schedweb.core.waiting_counts: the
+# submitter's capped at the limit on the (submitted_by, phase) index, each queue's grouped); the
+# new jobs are checked against what is left.
 # Submissions of one user racing each other may each see the same count: the bound then holds up
 # to what the racing requests carry (each at most MAX_TASKS_PER_REQUEST tasks, MAX_JOBS_PER_BATCH
 # jobs); the next submission sees them all and is refused.
@@ -121,22 +123,15 @@ class PendingBudget:
     """What is left under the waiting-jobs limits for one submission's new jobs, in request order."""
 
     def __init__(self, user: Any, queues: dict[int, str]) -> None:
-        from django.db.models import Count
-
-        from schedweb.core.models import Job
-
         self.user_limit, self.queue_limit = max_pending_jobs_per_user(), max_pending_jobs_per_queue()
         self.user = user if getattr(user, "pk", None) is not None else None
-        self.user_left: int | None = None
-        if self.user is not None and self.user_limit > 0:
-            waiting = Job.objects.filter(submitted_by=self.user, phase__in=WAITING_PHASES).order_by()
-            self.user_left = self.user_limit - waiting[: self.user_limit].count()
         self.queue_names = queues
-        self.queue_left: dict[int, int] = {}
-        if self.queue_limit > 0 and queues:
-            counts = dict(Job.objects.filter(queue_id__in=list(queues), phase__in=WAITING_PHASES).order_by()
-                          .values("queue_id").annotate(n=Count("id")).values_list("queue_id", "n"))
-            self.queue_left = {q: self.queue_limit - counts.get(q, 0) for q in queues}
+        counted = self.user is not None and self.user_limit > 0
+        asked = list(queues) if self.queue_limit > 0 else []
+        counts = waiting_counts(user_id=self.user.pk if counted else None, user_cap=self.user_limit,
+                                queue_ids=asked)  # one statement (none when neither is limited)
+        self.user_left: int | None = self.user_limit - counts.user if counted else None
+        self.queue_left: dict[int, int] = {q: self.queue_limit - counts.queues[q] for q in asked}
 
     def take(self, queue_id: int | None, phase: str) -> PendingLimit | None:
         """Count one new job of `queue_id` in `phase`; the limit it would pass (nothing counted)."""

@@ -196,7 +196,8 @@ class Job(models.Model):
     phase = models.CharField(max_length=10, choices=JobPhase.choices, default=JobPhase.PENDING)
     preemptable = models.BooleanField(default=True)
     sla_waiting_time = models.FloatField(null=True, blank=True)
-    submitted_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+    # Indexed with the phase (Meta.indexes), which serves lookups by submitter alone too.
+    submitted_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, db_index=False,
                                      on_delete=models.SET_NULL, related_name="submitted_jobs")
     idempotency_key = models.CharField(max_length=255, null=True, blank=True)
     # sha256 of the canonical body the key came with: the same key with another body is a 409.
@@ -226,7 +227,10 @@ class Job(models.Model):
         ]
         # No `updated` index: the API's data version comes from the scheduler's change log
         # (migration 0005), and every index is one more entry per row a writer changes.
-        indexes = [models.Index(fields=["phase"], name="job_phase_idx")]
+        # (submitted_by, phase): a submitter's waiting jobs, counted on every submission
+        # (schedweb.core.waiting_counts).
+        indexes = [models.Index(fields=["phase"], name="job_phase_idx"),
+                   models.Index(fields=["submitted_by", "phase"], name="job_submitter_phase_idx")]
 
     def __str__(self) -> str:
         return f"{self.namespace}/{self.name}"

@@ -28,7 +28,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from scheduler_core.shapes import ShapeError, check_text
-from schedweb.api import commands
+from schedweb.api import commands, pending_gate
 from schedweb.api.exceptions import api_error_body, as_api_exception, error_body
 from schedweb.api.job_id_ranges import id_ranges
 from schedweb.api.serializers.base import StrictSerializer
@@ -120,28 +120,13 @@ class JobBatchView(APIView):
         """Submit jobs as a portal's sweep does: all or nothing, or `?partial=true` per item."""
         partial = _flag(request, "partial")
         raw_jobs = self._jobs(request.data)
-        items: list[commands.SubmitItem] = []
-        where: list[int] = []                      # item -> index in the request
-        errors: dict[int, Exception] = {}
-        for i, raw in enumerate(raw_jobs):
-            if not isinstance(raw, dict):
-                errors[i] = serializers.ValidationError({"non_field_errors": ["Expected a job object."]})
-                continue
-            body = {k: v for k, v in raw.items() if k != "idempotency_key"}
-            key = raw.get("idempotency_key")
-            try:
-                data = validate_submission(body)
-            except serializers.ValidationError as exc:
-                errors[i] = exc
-                continue
-            if key is not None and (not isinstance(key, str) or len(key) > 255 or not key.strip()
-                                    or _bad_text(key)):
-                errors[i] = serializers.ValidationError({"idempotency_key": [
-                    _bad_text(key) or "A non-blank string of at most 255 characters."]})
-                continue
-            key = key.strip() if key else None
-            items.append(commands.SubmitItem(data, key, commands.body_hash(body) if key else ""))
-            where.append(i)
+        # At MAX_PENDING_JOBS_PER_USER every item is refused before any is validated, as the
+        # submission path would refuse each (schedweb.api.pending_gate); known keys go on.
+        over = pending_gate.check_batch(request.user, raw_jobs)
+        if over is not None:
+            items, where, errors = [], [], {i: over for i in range(len(raw_jobs))}
+        else:
+            items, where, errors = self._items(raw_jobs)
         outcomes: list[commands.SubmitOutcome] = []
         if items and (partial or not errors):
             outcomes = commands.submit_jobs(access=access(request), items=items, atomic=not partial,
@@ -175,6 +160,33 @@ class JobBatchView(APIView):
         where_all = f"{reverse('api:job-list')}?id={id_ranges(job.pk for job in shown)}"
         return Response({**counts, "results": results}, status=status.HTTP_201_CREATED,
                         headers={"Location": where_all})
+
+    @staticmethod
+    def _items(raw_jobs: list[Any]) -> tuple[list[commands.SubmitItem], list[int], dict[int, Exception]]:
+        """Each item validated on its own: the submit items, their indexes, the items' errors."""
+        items: list[commands.SubmitItem] = []
+        where: list[int] = []                      # item -> index in the request
+        errors: dict[int, Exception] = {}
+        for i, raw in enumerate(raw_jobs):
+            if not isinstance(raw, dict):
+                errors[i] = serializers.ValidationError({"non_field_errors": ["Expected a job object."]})
+                continue
+            body = {k: v for k, v in raw.items() if k != "idempotency_key"}
+            key = raw.get("idempotency_key")
+            try:
+                data = validate_submission(body)
+            except serializers.ValidationError as exc:
+                errors[i] = exc
+                continue
+            if key is not None and (not isinstance(key, str) or len(key) > 255 or not key.strip()
+                                    or _bad_text(key)):
+                errors[i] = serializers.ValidationError({"idempotency_key": [
+                    _bad_text(key) or "A non-blank string of at most 255 characters."]})
+                continue
+            key = key.strip() if key else None
+            items.append(commands.SubmitItem(data, key, commands.body_hash(body) if key else ""))
+            where.append(i)
+        return items, where, errors
 
     @staticmethod
     def _jobs(data: Any) -> list[Any]:

@@ -15,7 +15,7 @@ from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.filters import OrderingFilter
 from rest_framework.response import Response
 
-from schedweb.api import commands, limits
+from schedweb.api import commands, limits, pending_gate
 from schedweb.api.cache import cached_json
 from schedweb.api.exceptions import Conflict, django_validation_error_fields
 from schedweb.api.job_id_ranges import ApiJobFilterSet
@@ -123,13 +123,16 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         limiting dimension and both figures), as Kubernetes accepts an unschedulable pod. Every
         field problem is listed at once; a taken namespace/name is a 409 `conflict`.
         """
+        # At MAX_PENDING_JOBS_PER_USER: the 429 before the body is read (schedweb.api.pending_gate).
         if request.query_params.get("dry_run", "").lower() in ("true", "1"):
             from schedweb.api.job_dry_run import preview_submission
 
+            pending_gate.check_job(request.user, None)
             data = validate_submission(request.data)
             with limits.dry_run(request.user):  # capped per user; MAX_TASKS_PER_DRY_RUN tasks
                 return Response(preview_submission(data, request.user))
         key = idempotency_key(request)
+        pending_gate.check_job(request.user, key)  # a known key goes on to its replay
         data = validate_submission(request.data)
         job, created = commands.job_submit(access=access(request), data=data, idempotency_key=key,
                                            request_hash=commands.body_hash(request.data) if key else "",

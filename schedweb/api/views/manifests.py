@@ -14,7 +14,7 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from schedweb.api import limits
+from schedweb.api import limits, pending_gate
 from schedweb.api.exceptions import error_body, sanitize
 from schedweb.api.manifest_export import (
     QUEUE_JSON_FIELDS,
@@ -27,7 +27,7 @@ from schedweb.api.manifest_export import (
     queue_to_manifest,
     with_status,
 )
-from schedweb.api.manifests_apply import ApplyConflict, apply_manifest
+from schedweb.api.manifests_apply import ApplyConflict, apply_manifest, read_documents
 from schedweb.api.manifests_priority import priority_class_to_manifest
 from schedweb.api.manifests_shard import node_shard_to_manifest
 from schedweb.api.parsers import BoundedJSONParser, YamlTextParser, YamlTextParserAlias, YamlTextParserText
@@ -69,11 +69,15 @@ class ManifestImportView(APIView):
             body.is_valid(raise_exception=True)
             text = body.validated_data["yaml"]
         dry_run = request.query_params.get("dry_run", "").lower() in ("1", "true", "yes")
+        docs = read_documents(text)
+        # At MAX_PENDING_JOBS_PER_USER, a manifest that may create a job is a 429 before any of
+        # its documents is checked (schedweb.api.pending_gate).
+        pending_gate.check_manifest(request.user, docs)
         conflict: ApplyConflict | None = None
         # A dry run holds one of the user's slots and makes at most MAX_TASKS_PER_DRY_RUN tasks.
         with limits.dry_run(request.user) if dry_run else nullcontext(), transaction.atomic():
             try:
-                result = apply_manifest(text, access=access(request), dry_run=dry_run)
+                result = apply_manifest(docs, access=access(request), dry_run=dry_run)
             except ApplyConflict as exc:
                 conflict = exc
                 transaction.set_rollback(True)
