@@ -24,9 +24,10 @@ from scheduler_core.framework.interface import Event, EventHandler, Plugin, Vali
 from scheduler_core.framework.records import refusal as queue_refusal
 from scheduler_core.model import JobInfo, QueueInfo, QueueState, TaskInfo
 from scheduler_core.plugins.capacity import reclaim as capacity_reclaim
+from scheduler_core.plugins.capacity.kept_tree import KeptTree
 from scheduler_core.plugins.capacity.order import static_key
 from scheduler_core.plugins.capacity.tree import CapacityTree, build_flat, build_hierarchy, queue_level
-from scheduler_core.plugins.capacity.verdicts import EnqueueVerdicts
+from scheduler_core.plugins.capacity.verdicts import MISSING, ChainMemos
 from scheduler_core.plugins.util.queue_attr import (
     SHARE_FIELDS,
     QueueAttr,
@@ -83,11 +84,10 @@ class CapacityPlugin(Plugin):
         self.queue_opts: dict[str, QueueAttr] = {}
         self._opened: dict[str, Resource] = {}
         self._chains: dict[str, list[QueueAttr]] = {}
-        # Record details per (leaf, failed level, with inqueue), valid until a figure moves.
-        self._detail_memo: dict[tuple[str, str, bool], dict[str, Any]] = {}
-        self._refusals: dict[tuple[Any, ...], tuple[str, dict[str, Any]]] = {}
         self._pairs: dict[tuple[str, str], Any] = {}
-        self._verdicts = EnqueueVerdicts()
+        # Verdicts, chain details and allocatable's refusals, valid while their queues do not
+        # move (verdicts.py); kept across sessions with the kept tree.
+        self._memos = ChainMemos()
         # Per queue name: _refusal's answer (queue state and tree are fixed within a session).
         self._refusals: dict[str, tuple[str, str] | None] = {}
         # Validated by parse_conf; a plugin built by hand with a bad value fails here alike.
@@ -102,14 +102,18 @@ class CapacityPlugin(Plugin):
         """Build the attrs (flat or tree), surface configuration warnings, register callbacks."""
         opt = ssn.plugin_option(self.name)
         hierarchy = bool(opt is not None and opt.enabled("enableHierarchy"))
-        self.tree = build_hierarchy(ssn) if hierarchy else build_flat(ssn)
+        if hierarchy and ssn.kept is not None:
+            # The tree and the memos live with the snapshot's kept state (kept_tree.py).
+            kept = ssn.kept.part("capacity.tree", KeptTree)
+            self.tree, self._memos = kept.open(ssn), kept.memos
+        else:
+            self.tree = build_hierarchy(ssn) if hierarchy else build_flat(ssn)
+            self._memos = ChainMemos()
         self.queue_opts = self.tree.attrs
+        self._moved = self._memos.moves.moved
         self._chains = {}
-        self._detail_memo = {}
         self._refusals = {}
-        self._verdicts = EnqueueVerdicts()
-        self._refusals: dict[str, tuple[str, str] | None] = {}
-        self._pairs: dict[tuple[str, str], Any] = {}
+        self._pairs = {}
         self._opened = {n: a.deserved.clone() for n, a in self.queue_opts.items()}
         for w in self.tree.warnings:
             ssn.result.warn(w)
@@ -180,12 +184,6 @@ class CapacityPlugin(Plugin):
         return -1 if l_level > r_level else 1
 
     # -- validity -------------------------------------------------------------------------------
-    def _figures_moved(self) -> None:
-        """A queue figure changed: drop what was memoised from the figures."""
-        self._detail_memo.clear()
-        self._refusals.clear()
-        self._verdicts.clear()
-
     def _refusal(self, queue: QueueInfo) -> tuple[str, str] | None:
         """(code, message) when the queue cannot take work at all, else None (memoised per queue:
         its state and the tree do not change within a session)."""
@@ -231,13 +229,14 @@ class CapacityPlugin(Plugin):
     def _details(self, chain: list[QueueAttr], failed: QueueAttr, with_inqueue: bool) -> dict[str, Any]:
         """The record's chain details (a dict of its own; the chain list is shared, read-only).
 
-        Memoised until a figure moves (an enqueue, an allocate or deallocate event clears the
-        memo): a run of refused jobs of one queue quotes the same figures.
+        Memoised while no queue of the chain moves (an enqueue, an allocate or deallocate
+        event moves its levels): a run of refused jobs of one queue quotes the same figures.
         """
         key = (chain[-1].name, failed.name, with_inqueue)
-        hit = self._detail_memo.get(key)
-        if hit is None:
-            hit = self._detail_memo[key] = self._chain_details(chain, failed, with_inqueue)
+        hit = self._memos.details.get(key)
+        if hit is MISSING:
+            hit = self._memos.details.put(key, (a.name for a in chain),
+                                          self._chain_details(chain, failed, with_inqueue))
         return dict(hit)
 
     def _chain_details(self, chain: list[QueueAttr], failed: QueueAttr, with_inqueue: bool) -> dict[str, Any]:
@@ -264,16 +263,17 @@ class CapacityPlugin(Plugin):
             if names:
                 if not self.memo.has(task.job_uid, "QueueOverCapability"):
                     # One record's message and details per (leaf, failed level, request shape)
-                    # while no figure moves (cleared with the details memo), shared read-only.
+                    # while no queue of the chain moves, shared read-only.
                     key = (queue.name, attr.name, shape(task.resreq))
-                    hit = self._refusals.get(key)
-                    if hit is None:
+                    hit = self._memos.refusals.get(key)
+                    if hit is MISSING:
                         left = attr.real_capability.clone().sub_without_assert(attr.allocated)
                         details = self._details(chain, attr, False)
                         details["refusal"] = queue_refusal("allocate", attr.name, "real_capability",
                                                            task.resreq)
-                        hit = self._refusals[key] = (quota_message(attr.name, names, task.resreq, left),
-                                                     details)
+                        hit = self._memos.refusals.put(
+                            key, (a.name for a in chain),
+                            (quota_message(attr.name, names, task.resreq, left), details))
                     self.memo.record(task.job_uid, "QueueOverCapability", hit[0], hit[1])
                 return False
         return True
@@ -313,11 +313,11 @@ class CapacityPlugin(Plugin):
         if job.queue not in self.queue_opts or job.min_resources is None:
             return PERMIT
         min_req = job.get_min_resources()
-        # The same question (leaf, min_req) has the same answer until a figure moves.
-        verdict = self._verdicts.verdict(job.queue, min_req, lambda: self._chain(job.queue))
+        # The same question (leaf, min_req) has the same answer while the levels it read stand still.
+        verdict = self._memos.verdicts.verdict(job.queue, min_req, lambda: self._chain(job.queue))
         if verdict is None:
             return PERMIT
-        attr, message = verdict
+        attr, message = self.queue_opts[verdict[0]], verdict[1]
         details = self._details(self._chain(job.queue), attr, True)
         details["refusal"] = queue_refusal("enqueue", attr.name, "real_capability", min_req)
         self.memo.record(job.uid, "QueueOverCapability", message, details)
@@ -329,10 +329,11 @@ class CapacityPlugin(Plugin):
         if attr is None:
             return
         reserved = job.deducted_min_resources()
-        self._figures_moved()
         attr.inqueue.add(reserved)
+        self._moved(attr.name)
         for anc in attr.ancestors:
             self.queue_opts[anc].inqueue.add(reserved)
+            self._moved(anc)
 
     # -- victims --------------------------------------------------------------------------------
     def reclaimable(self, reclaimer: TaskInfo, reclaimees: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
@@ -351,9 +352,10 @@ class CapacityPlugin(Plugin):
         return [attr] if not attr.ancestors else [attr, *(opts[n] for n in attr.ancestors)]
 
     def _apply(self, opts: dict[str, QueueAttr], task: TaskInfo, sign: int) -> None:
-        if opts is self.queue_opts:
-            self._figures_moved()
+        live = opts is self.queue_opts  # not a simulation's copy: the memos' queues move
         for a in self._levels(opts, task):
+            if live:
+                self._moved(a.name)
             if sign > 0:
                 a.allocated.add(task.resreq)
             else:
@@ -367,13 +369,13 @@ class CapacityPlugin(Plugin):
     def on_allocate_run(self, events: list[Event]) -> None:
         """on_allocate for each event: requests added in order at every level, shares updated once."""
         touched: dict[str, QueueAttr] = {}
-        self._figures_moved()
         for event in events:
             for a in self._levels(self.queue_opts, event.task):
                 a.allocated.add(event.task.resreq)
                 touched[a.name] = a
         for a in touched.values():
             update_share(a, best_effort_is_one=True)
+            self._moved(a.name)
 
     def on_deallocate(self, event: Event) -> None:
         """allocated -= request at the leaf and its ancestors; shares updated."""

@@ -10,15 +10,19 @@ Both: deserved = max(min(spec deserved, real capability), guarantee); no spec de
 best-effort (share 1). Configuration problems become warnings, never errors: cycles break only
 the queues on or under them, and a child above its parent (capability, sum of deserved, sum of
 guarantees) is reported but scheduled.
+The hierarchy is built in two parts: the structure (`build_structure`: queue definitions and the
+cluster total) and the job figures (`add_job_figures`); `kept_tree.py` keeps the first across
+sessions and brings the second up to date from what changed.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from scheduler_core.model import QueueInfo
-from scheduler_core.plugins.util.job_figures import job_sums
+from scheduler_core.plugins.util.job_figures import Parts, job_sums
 from scheduler_core.plugins.util.queue_attr import (
     QueueAttr,
     add_contribution,
@@ -60,8 +64,10 @@ def _new_attr(queue: QueueInfo) -> QueueAttr:
     return attr
 
 
-def _finish(tree: CapacityTree, attr: QueueAttr, spec: Resource, parent: QueueAttr | None) -> None:
-    """Clamp deserved (real capability, then guarantee), set the share, write the explanation."""
+def _finish(tree: CapacityTree, attr: QueueAttr, spec: Resource, parent: QueueAttr | None,
+            share: bool = True) -> None:
+    """Clamp deserved (real capability, then guarantee), set the share (unless `share` is False:
+    the hierarchy sets it once the job figures are in), write the explanation."""
     capped = spec.clone()
     if attr.real_capability is not None:
         capped.min_dimension_resource(attr.real_capability, Infinity)
@@ -72,7 +78,8 @@ def _finish(tree: CapacityTree, attr: QueueAttr, spec: Resource, parent: QueueAt
     elif not capped.equal(spec, Zero):
         clamp = "real capability"
     attr.deserved = final
-    update_share(attr, best_effort_is_one=True)
+    if share:
+        update_share(attr, best_effort_is_one=True)
     tree.explanations.setdefault(attr.name, {}).update({
         "plugin": "capacity",
         "hierarchy": tree.hierarchy,
@@ -142,10 +149,13 @@ def _cycle_text(path: list[str]) -> str:
     return " -> ".join([*ring, ring[0]])
 
 
-def build_hierarchy(ssn: Session) -> CapacityTree:
-    """Volcano's buildHierarchicalQueueAttrs, with warnings instead of a failed session."""
+def build_structure(queues: Mapping[str, QueueInfo], total: Resource) -> CapacityTree:
+    """The structure part of Volcano's buildHierarchicalQueueAttrs: ancestors, children,
+    capability, real capability, final deserved, explanations and warnings, from the queue
+    definitions and the cluster total only. Job figures stay empty and shares unset
+    (`add_job_figures`); warnings instead of a failed session."""
     tree = CapacityTree(hierarchy=True)
-    queues = dict(ssn.queues)
+    queues = dict(queues)
     if ROOT not in queues:
         queues[ROOT] = QueueInfo(name=ROOT)
     for name in sorted(queues):
@@ -167,23 +177,7 @@ def build_hierarchy(ssn: Session) -> CapacityTree:
         parent = tree.attrs[attr.ancestors[-1]]
         parent.children.append(name)
     specs = {name: attr.deserved.clone() for name, attr in tree.attrs.items()}
-    holding: dict[str, QueueAttr] = {}
-    # Per queue, its jobs' figures summed (kept across sessions: plugins.util.job_figures).
-    for name, parts in job_sums(ssn, "capacity").items():
-        attr = tree.attrs.get(name)
-        if attr is None or attr.children or name in tree.broken:
-            continue  # job_valid explains these jobs; they count nowhere
-        add_contribution(attr, parts)
-        holding[name] = attr
-    # Each leaf's sums once to every ancestor, not each job's: O(queues x depth), not O(jobs x
-    # depth). Stored quantities are whole numbers (milli-units, bytes), so the sums are exact
-    # in any order.
-    for attr in holding.values():
-        parts = (attr.allocated, attr.request, attr.inqueue, attr.elastic)
-        for anc in attr.ancestors:
-            add_contribution(tree.attrs[anc], parts)
     root = tree.attrs[ROOT]
-    total = ssn.total_resource
     root.capability, root.real_capability, root.deserved = total.clone(), total.clone(), total.clone()
     specs[ROOT] = total.clone()
     _check_down(tree, root)
@@ -191,7 +185,44 @@ def build_hierarchy(ssn: Session) -> CapacityTree:
         if name in tree.broken:
             attr.real_capability = Resource.empty()
         parent = tree.attrs[attr.ancestors[-1]] if attr.ancestors else None
-        _finish(tree, attr, specs[name], parent)
+        _finish(tree, attr, specs[name], parent, share=False)
+    return tree
+
+
+def held(tree: CapacityTree, sums: Mapping[str, Parts]) -> dict[str, Parts]:
+    """The queues whose jobs count, in the sums' order: leaves outside a cycle (job_valid
+    explains the jobs of the others; they count nowhere)."""
+    attrs, broken = tree.attrs, tree.broken
+    out = {}
+    for name, parts in sums.items():
+        attr = attrs.get(name)
+        if attr is not None and not attr.children and name not in broken:
+            out[name] = parts
+    return out
+
+
+def add_job_figures(tree: CapacityTree, sums: Mapping[str, Parts]) -> None:
+    """Per queue, its jobs' figures (`sums`, plugins.util.job_figures) to the leaf, then each
+    leaf's sums once to every ancestor, not each job's: O(queues x depth), not O(jobs x depth).
+    Stored quantities are whole numbers (milli-units, bytes), so the sums are exact in any
+    order. Then every share."""
+    leaves = [tree.attrs[name] for name in held(tree, sums)]
+    for attr in leaves:
+        add_contribution(attr, sums[attr.name])
+    for attr in leaves:
+        parts = (attr.allocated, attr.request, attr.inqueue, attr.elastic)
+        for anc in attr.ancestors:
+            add_contribution(tree.attrs[anc], parts)
+    for attr in tree.attrs.values():
+        update_share(attr, best_effort_is_one=True)
+
+
+def build_hierarchy(ssn: Session) -> CapacityTree:
+    """Volcano's buildHierarchicalQueueAttrs from scratch: the structure, then the job figures
+    (summed per queue, kept across sessions: plugins.util.job_figures). A session with kept
+    state keeps the whole tree instead (capacity/kept_tree.py)."""
+    tree = build_structure(ssn.queues, ssn.total_resource)
+    add_job_figures(tree, job_sums(ssn, "capacity"))
     return tree
 
 

@@ -1,16 +1,21 @@
-"""capacity's enqueue verdicts, memoised while the queue figures stand still.
+"""capacity's enqueue verdicts and refusal details, memoised while their queues stand still.
 
 `job_enqueueable` walks a job's queue chain (leaf to root) and compares min_req + allocated +
 inqueue - elastic with the real capability on min_req's dimensions. The answer depends only on
-the leaf, the job's min_resources and the chain's figures, so jobs asking the same question get
-the same answer: a backlog of refused jobs of one shape in one queue costs one walk per shape,
-not one per job. The memo is dropped whenever a figure moves (an admission's inqueue, an
-allocate or deallocate event: `CapacityPlugin._figures_moved`), so an answer is never stale.
+the leaf, the job's min_resources and the figures of the levels the walk looked at (leaf up to
+the first level that refuses, the whole chain when none does), so jobs asking the same question
+get the same answer: a backlog of refused jobs of one shape in one queue costs one walk per
+shape, not one per job. Every queue has a move counter (`Moves`): an admission's inqueue, an
+allocate or deallocate event moves the levels it touches, and each memoised answer holds the
+counters of the queues it read (`StampedMemo`), so it is given back only while none of them
+moved: an answer is never stale. With the kept tree (`kept_tree.py`) the counters and memos
+live across sessions: a session open moves every queue whose opened figures may differ from
+the last session's (`Moves.settle`), so a verdict for an unchanged queue is a lookup.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from scheduler_core.plugins.util.queue_attr import QueueAttr, quota_message, shape
@@ -18,6 +23,11 @@ from scheduler_core.resources import MIN_RESOURCE, Resource
 
 # (failed level, its dimensions over, headroom message) or None: every level has room.
 Verdict = tuple[QueueAttr, str] | None
+# (failed level's name, message) or None: what the memo keeps (attrs are per session).
+NamedVerdict = tuple[str, str] | None
+
+MISSING = object()
+MAX_MEMO = 50_000  # entries per memo before it starts afresh (distinct questions are few)
 
 
 def _le(left: float, right: float) -> bool:
@@ -57,22 +67,95 @@ def walk(chain: list[QueueAttr], min_req: Resource) -> Verdict:
     return None
 
 
-class EnqueueVerdicts:
-    """`walk` answers by (leaf queue, min_req shape), valid until `clear()`."""
+class Moves:
+    """A move counter per queue; `dirty`: the queues moved since the last `settle`."""
 
     def __init__(self) -> None:
-        self._memo: dict[tuple[str, tuple[Any, ...]], Verdict] = {}
+        self.stamp: dict[str, int] = {}
+        self.clock = 0
+        self.dirty: set[str] = set()
+
+    def moved(self, name: str) -> None:
+        """The queue's figures changed within the session."""
+        self.clock += 1
+        self.stamp[name] = self.clock
+        self.dirty.add(name)
+
+    def settle(self, changed: Iterable[str]) -> None:
+        """A session opens: the queues whose figures were recomputed, and those the last session
+        moved (their opened figures are not the ones it left), get new counters."""
+        for name in (*changed, *self.dirty):
+            self.clock += 1
+            self.stamp[name] = self.clock
+        self.dirty.clear()
+
+    def deps(self, names: Iterable[str]) -> tuple[tuple[str, int], ...]:
+        """The current counters of the named queues (what a memoised answer holds)."""
+        get = self.stamp.get
+        return tuple((n, get(n, 0)) for n in names)
+
+    def hold(self, deps: tuple[tuple[str, int], ...]) -> bool:
+        """None of the queues moved since `deps` was taken."""
+        get = self.stamp.get
+        for name, s in deps:  # noqa: SIM110 - a loop, not all(): it runs at every memo lookup
+            if get(name, 0) != s:
+                return False
+        return True
+
+
+class StampedMemo:
+    """Answers by key, each with the counters of the queues it was computed from."""
+
+    def __init__(self, moves: Moves) -> None:
+        self.moves = moves
+        self._memo: dict[Any, tuple[tuple[tuple[str, int], ...], Any]] = {}
+
+    def get(self, key: Any) -> Any:
+        """The answer while none of its queues moved, else MISSING."""
+        hit = self._memo.get(key)
+        if hit is not None and self.moves.hold(hit[0]):
+            return hit[1]
+        return MISSING
+
+    def put(self, key: Any, names: Iterable[str], value: Any) -> Any:
+        """Keep `value`, computed from the named queues' current figures; returns it."""
+        memo = self._memo
+        if len(memo) >= MAX_MEMO:
+            memo.clear()
+        memo[key] = (self.moves.deps(names), value)
+        return value
+
+
+class EnqueueVerdicts:
+    """`walk` answers by (leaf queue, min_req shape), valid while the levels walked stand still."""
+
+    def __init__(self, moves: Moves | None = None) -> None:
+        self.memo = StampedMemo(moves if moves is not None else Moves())
         self.walks = 0  # chains walked (tests)
 
-    def verdict(self, leaf: str, min_req: Resource, chain: Callable[[], list[QueueAttr]]) -> Verdict:
-        """The chain's answer for min_req (memoised)."""
+    def verdict(self, leaf: str, min_req: Resource, chain: Callable[[], list[QueueAttr]]) -> NamedVerdict:
+        """The chain's answer for min_req (memoised): (failed level's name, message) or None."""
         key = (leaf, shape(min_req))
-        if key in self._memo:
-            return self._memo[key]
+        got = self.memo.get(key)
+        if got is not MISSING:
+            return got
         self.walks += 1
-        got = self._memo[key] = walk(chain(), min_req)
-        return got
+        levels = chain()
+        found = walk(levels, min_req)
+        if found is None:
+            return self.memo.put(key, (a.name for a in levels), None)
+        # The walk looked at the leaf up to the level that refused, not above it.
+        at = levels.index(found[0])
+        return self.memo.put(key, (a.name for a in levels[at:]), (found[0].name, found[1]))
 
-    def clear(self) -> None:
-        """A figure moved: forget every answer."""
-        self._memo.clear()
+
+class ChainMemos:
+    """What capacity memoises from queue figures: enqueue verdicts, chain details (per leaf,
+    failed level and with inqueue) and allocatable's refusals (per leaf, failed level and
+    request shape), all on one set of move counters."""
+
+    def __init__(self, moves: Moves | None = None) -> None:
+        self.moves = moves if moves is not None else Moves()
+        self.verdicts = EnqueueVerdicts(self.moves)
+        self.details = StampedMemo(self.moves)
+        self.refusals = StampedMemo(self.moves)

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scheduler_core.plugins.capacity import verdicts
-from scheduler_core.plugins.capacity.verdicts import EnqueueVerdicts, walk
+from scheduler_core.plugins.capacity.verdicts import EnqueueVerdicts, Moves, walk
 from scheduler_core.plugins.util.queue_attr import QueueAttr, quota_message
 from scheduler_core.resources import Resource
 from scheduler_core.scheduler import run_session
@@ -66,8 +66,11 @@ def _world(spec, running):
 
 def _run(spec, running, with_memo, monkeypatch):
     if not with_memo:
-        monkeypatch.setattr(EnqueueVerdicts, "verdict",
-                            lambda self, leaf, min_req, chain: verdicts.walk(chain(), min_req))
+        def unmemoised(self, leaf, min_req, chain):
+            got = verdicts.walk(chain(), min_req)
+            return None if got is None else (got[0].name, got[1])
+
+        monkeypatch.setattr(EnqueueVerdicts, "verdict", unmemoised)
     cfg = conf("enqueue, allocate", [["priority", "gang"], [{"name": "capacity", "enableHierarchy": True}]])
     result = run_session(_world(spec, running), cfg)
     monkeypatch.undo()
@@ -86,13 +89,15 @@ def test_enqueue_decides_and_records_the_same_with_the_memo(spec, running):
 
 
 def test_one_walk_per_shape_while_the_figures_stand_still():
-    memo = EnqueueVerdicts()
+    moves = Moves()
+    memo = EnqueueVerdicts(moves)
     attr = QueueAttr(name="q")
     attr.real_capability = Resource(1000.0, 2**30)
     for _ in range(3):
-        assert memo.verdict("q", Resource(2000.0, 0.0), lambda: [attr]) is not None
+        assert memo.verdict("q", Resource(2000.0, 0.0), lambda: [attr]) == ("q", memo.verdict(
+            "q", Resource(2000.0, 0.0), lambda: [attr])[1])
     assert memo.walks == 1
-    memo.clear()  # a figure moved
+    moves.moved("q")  # a figure moved
     attr.real_capability = Resource(4000.0, 2**30)
     assert memo.verdict("q", Resource(2000.0, 0.0), lambda: [attr]) is None
     assert memo.walks == 2
