@@ -240,12 +240,17 @@ class CapacityPlugin(Plugin):
         return dict(hit)
 
     def _chain_details(self, chain: list[QueueAttr], failed: QueueAttr, with_inqueue: bool) -> dict[str, Any]:
-        entries = []
+        entries, memo = [], self._memos.entries
         for a in chain:
-            entry = chain_entry(a, a.real_capability)
-            entry["real_capability"] = quantities(a.real_capability)
-            if with_inqueue:
-                entry["inqueue"] = quantities(a.inqueue)
+            # Per level while it does not move (shared read-only): after an admission only the
+            # levels it moved are quoted anew.
+            entry = memo.get((a.name, with_inqueue))
+            if entry is MISSING:
+                entry = chain_entry(a, a.real_capability)
+                entry["real_capability"] = quantities(a.real_capability)
+                if with_inqueue:
+                    entry["inqueue"] = quantities(a.inqueue)
+                memo.put((a.name, with_inqueue), (a.name,), entry)
             entries.append(entry)
         return {"queue_chain": entries, "limit": "real_capability", "failed_queue": failed.name}
 

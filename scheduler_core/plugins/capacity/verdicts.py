@@ -50,20 +50,35 @@ def _fits(attr: QueueAttr, cap: Resource, cpu: float, memory: float,
     return True
 
 
-def walk(chain: list[QueueAttr], min_req: Resource) -> Verdict:
+def walk(chain: list[QueueAttr], min_req: Resource, messages: StampedMemo | None = None,
+         key: tuple[Any, ...] | None = None) -> Verdict:
     """The first level, leaf to root, whose real capability cannot take min_req on top of its
-    allocated + inqueue - elastic (with the refusal message), or None."""
+    allocated + inqueue - elastic (with the refusal message), or None.
+
+    `messages` memoises a level's refusal message per (level, `key`: min_req's shape) while that
+    level does not move: after an admission elsewhere, jobs refused at the root share the one
+    new message instead of each formatting it.
+    """
     cpu, memory = min_req.milli_cpu, min_req.memory
     scalars = sorted((n, v) for n, v in min_req.scalars.items() if v > 0) if min_req.scalars else []
     for attr in reversed(chain):
         cap = attr.real_capability
         if cap is None or _fits(attr, cap, cpu, memory, scalars):
             continue
+        if messages is not None:
+            got = messages.get((attr.name, key))
+            if got is not MISSING:
+                if got is None:
+                    continue
+                return attr, got
         used = attr.allocated.clone().add(attr.inqueue).sub_without_assert(attr.elastic)
         ok, names = min_req.clone().add(used).less_equal_with_dimension_and_resources_name(cap, min_req)
-        if not ok:
-            left = cap.clone().sub_without_assert(used)
-            return attr, quota_message(attr.name, names, min_req, left)
+        message = None if ok else quota_message(attr.name, names, min_req,
+                                                cap.clone().sub_without_assert(used))
+        if messages is not None:
+            messages.put((attr.name, key), (attr.name,), message)
+        if message is not None:
+            return attr, message
     return None
 
 
@@ -130,18 +145,21 @@ class EnqueueVerdicts:
     """`walk` answers by (leaf queue, min_req shape), valid while the levels walked stand still."""
 
     def __init__(self, moves: Moves | None = None) -> None:
-        self.memo = StampedMemo(moves if moves is not None else Moves())
+        moves = moves if moves is not None else Moves()
+        self.memo = StampedMemo(moves)
+        self.messages = StampedMemo(moves)  # per (level, shape): walk's refusal message
         self.walks = 0  # chains walked (tests)
 
     def verdict(self, leaf: str, min_req: Resource, chain: Callable[[], list[QueueAttr]]) -> NamedVerdict:
         """The chain's answer for min_req (memoised): (failed level's name, message) or None."""
-        key = (leaf, shape(min_req))
+        req = shape(min_req)
+        key = (leaf, req)
         got = self.memo.get(key)
         if got is not MISSING:
             return got
         self.walks += 1
         levels = chain()
-        found = walk(levels, min_req)
+        found = walk(levels, min_req, self.messages, req)
         if found is None:
             return self.memo.put(key, (a.name for a in levels), None)
         # The walk looked at the leaf up to the level that refused, not above it.
@@ -151,11 +169,13 @@ class EnqueueVerdicts:
 
 class ChainMemos:
     """What capacity memoises from queue figures: enqueue verdicts, chain details (per leaf,
-    failed level and with inqueue) and allocatable's refusals (per leaf, failed level and
-    request shape), all on one set of move counters."""
+    failed level and with inqueue) and their entries (per level and with inqueue: siblings
+    share their ancestors'), allocatable's refusals (per leaf, failed level and request shape),
+    all on one set of move counters."""
 
     def __init__(self, moves: Moves | None = None) -> None:
         self.moves = moves if moves is not None else Moves()
         self.verdicts = EnqueueVerdicts(self.moves)
         self.details = StampedMemo(self.moves)
+        self.entries = StampedMemo(self.moves)
         self.refusals = StampedMemo(self.moves)
