@@ -12,8 +12,10 @@ its two parts (tree.py):
 - the job figures: the per-queue sums come from the kept `JobSums` (plugins.util.job_figures),
   whose sums for a queue stay the same object while none of its jobs moved. Only the leaves whose
   sums object changed (or that started or stopped counting) are refilled, and only the ancestors
-  above them, or whose list of counting leaves changed, re-summed, each from its leaves in the
-  order a fresh build adds them, so every figure equals a fresh build exactly.
+  above them, or whose list of counting leaves changed, re-summed: deepest first, each from its
+  children's figures, which is exact while every figure is a whole number below 2**53 (stored
+  amounts are milli-units and bytes); otherwise each from its leaves in the order a fresh build
+  adds them. Either way every figure equals a fresh build's exactly.
 
 The kept attrs are a template: each session gets clones (`QueueAttr.clone`: its own allocated
 and inqueue, the figures a session moves; the rest shared and never changed in place, since
@@ -66,6 +68,22 @@ def _sum(parts: list[Parts]) -> Parts:
     return acc
 
 
+_EXACT = float(2 ** 53)
+
+
+def _whole(parts: Parts) -> bool:
+    """Every value a whole number that float sums keep exact (in any order)."""
+    for r in parts:
+        for v in (r.milli_cpu, r.memory, *r.scalars.values()):
+            if not v.is_integer() or abs(v) >= _EXACT:
+                return False
+    return True
+
+
+def _figures(attr: QueueAttr) -> Parts:
+    return (attr.allocated, attr.request, attr.inqueue, attr.elastic)
+
+
 def _set(attr: QueueAttr, parts: Parts) -> None:
     """New figures for a template attr (new objects: sessions share the old ones)."""
     attr.allocated, attr.request, attr.inqueue, attr.elastic = parts
@@ -80,6 +98,7 @@ class KeptTree:
         self.structure: CapacityTree | None = None
         self.sums: dict[str, Parts] = {}  # counting leaf -> the JobSums object its figures came from
         self.leaves: dict[str, list[str]] = {}  # ancestor -> its counting leaves, in sums order
+        self.inexact: set[str] = set()  # counting leaves with a figure that is not a whole number
         self.memos = ChainMemos()
         self.rebuilt = 0  # structure builds (tests, benchmarks)
         self.refilled: set[str] = set()  # queues whose figures the last open recomputed
@@ -90,7 +109,7 @@ class KeptTree:
         sums = job_sums(ssn, "capacity")
         if self.structure is None or key != self.key:
             self.structure = build_structure(ssn.queues, ssn.total_resource)
-            self.key, self.sums, self.leaves = key, {}, {}
+            self.key, self.sums, self.leaves, self.inexact = key, {}, {}, set()
             self.rebuilt += 1
             self.refilled = set(self.structure.attrs)
             self._fill(held(self.structure, sums), every=True)
@@ -109,10 +128,16 @@ class KeptTree:
         gone = [name for name in old if name not in counting]
         if not every and not changed and not gone and list(counting) == list(old):
             return  # nothing moved: the template stands as it is
+        inexact = self.inexact
         for name in gone:
             _set(attrs[name], _empty())
+            inexact.discard(name)
         for name in changed:
             _set(attrs[name], _sum([counting[name]]))
+            if _whole(counting[name]):
+                inexact.discard(name)
+            else:
+                inexact.add(name)
         leaves: dict[str, list[str]] = {}
         for name in counting:
             for anc in attrs[name].ancestors:
@@ -126,9 +151,19 @@ class KeptTree:
             stale = {anc for name in (*changed, *gone) for anc in attrs[name].ancestors}
             stale.update(anc for anc, names in leaves.items() if self.leaves.get(anc) != names)
             stale.update(anc for anc in self.leaves if anc not in leaves)
-        for anc in stale:
-            under = leaves.get(anc, ())
-            _set(attrs[anc], _sum([(a.allocated, a.request, a.inqueue, a.elastic)
-                                   for a in (attrs[n] for n in under)]))
+        if every or inexact or not self._by_children(stale):
+            for anc in stale:
+                _set(attrs[anc], _sum([_figures(attrs[n]) for n in leaves.get(anc, ())]))
         self.sums, self.leaves = dict(counting), leaves
         self.refilled.update(changed, gone, stale)
+
+    def _by_children(self, stale: set[str]) -> bool:
+        """Re-sum the stale ancestors from their children's figures, deepest first (each child is
+        current by then); False when a sum is not exact (the caller re-sums from the leaves)."""
+        attrs = self.structure.attrs  # type: ignore[union-attr]
+        for anc in sorted(stale, key=lambda n: -len(attrs[n].ancestors)):
+            attr = attrs[anc]
+            _set(attr, _sum([_figures(attrs[c]) for c in attr.children]))
+            if not attr.ancestors and not _whole(_figures(attr)):
+                return False  # the root's sums bound every other: past 2**53 only here first
+        return True
