@@ -143,8 +143,8 @@ STEP = st.one_of(
 )
 
 
-@settings(profiled(settings(max_examples=40, deadline=None)))
-@given(st.lists(STEP, min_size=1, max_size=30))
+@settings(profiled(settings(max_examples=80, deadline=None)))
+@given(st.lists(STEP, min_size=6, max_size=40))
 def test_the_kept_tree_equals_a_fresh_build_after_any_mix(steps):
     kept, fresh = Twin(), Twin()
     for op in steps:
