@@ -32,11 +32,9 @@ from scheduler_core.plugins.util.queue_attr import (
     SHARE_FIELDS,
     QueueAttr,
     ReasonMemo,
-    chain_entry,
     copies_within,
     figures,
     over_dimensions,
-    quantities,
     quota_message,
     shape,
     update_share,
@@ -88,6 +86,7 @@ class CapacityPlugin(Plugin):
         # Verdicts, chain details and allocatable's refusals, valid while their queues do not
         # move (verdicts.py); kept across sessions with the kept tree.
         self._memos = ChainMemos()
+        self._moved = self._memos.moves.moved
         # Per queue name: _refusal's answer (queue state and tree are fixed within a session).
         self._refusals: dict[str, tuple[str, str] | None] = {}
         # Validated by parse_conf; a plugin built by hand with a bad value fails here alike.
@@ -236,23 +235,8 @@ class CapacityPlugin(Plugin):
         hit = self._memos.details.get(key)
         if hit is MISSING:
             hit = self._memos.details.put(key, (a.name for a in chain),
-                                          self._chain_details(chain, failed, with_inqueue))
+                                          self._memos.chain_details(chain, failed, with_inqueue))
         return dict(hit)
-
-    def _chain_details(self, chain: list[QueueAttr], failed: QueueAttr, with_inqueue: bool) -> dict[str, Any]:
-        entries, memo = [], self._memos.entries
-        for a in chain:
-            # Per level while it does not move (shared read-only): after an admission only the
-            # levels it moved are quoted anew.
-            entry = memo.get((a.name, with_inqueue))
-            if entry is MISSING:
-                entry = chain_entry(a, a.real_capability)
-                entry["real_capability"] = quantities(a.real_capability)
-                if with_inqueue:
-                    entry["inqueue"] = quantities(a.inqueue)
-                memo.put((a.name, with_inqueue), (a.name,), entry)
-            entries.append(entry)
-        return {"queue_chain": entries, "limit": "real_capability", "failed_queue": failed.name}
 
     def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
         """allocated + request <= real capability on the requested dimensions, leaf to root."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from scheduler_core.plugins.util.queue_attr import QueueAttr, quota_message, shape
+from scheduler_core.plugins.util.queue_attr import QueueAttr, chain_entry, quantities, quota_message, shape
 from scheduler_core.resources import MIN_RESOURCE, Resource
 
 # (failed level, its dimensions over, headroom message) or None: every level has room.
@@ -179,3 +179,19 @@ class ChainMemos:
         self.details = StampedMemo(self.moves)
         self.entries = StampedMemo(self.moves)
         self.refusals = StampedMemo(self.moves)
+
+    def chain_details(self, chain: list[QueueAttr], failed: QueueAttr, with_inqueue: bool) -> dict[str, Any]:
+        """A refusal record's details: every level's figures (root .. leaf) and the failed level."""
+        entries, memo = [], self.entries
+        for a in chain:
+            # Per level while it does not move (shared read-only): after an admission only the
+            # levels it moved are quoted anew.
+            entry = memo.get((a.name, with_inqueue))
+            if entry is MISSING:
+                entry = chain_entry(a, a.real_capability)
+                entry["real_capability"] = quantities(a.real_capability)
+                if with_inqueue:
+                    entry["inqueue"] = quantities(a.inqueue)
+                memo.put((a.name, with_inqueue), (a.name,), entry)
+            entries.append(entry)
+        return {"queue_chain": entries, "limit": "real_capability", "failed_queue": failed.name}
