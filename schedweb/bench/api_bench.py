@@ -79,8 +79,9 @@ def start_gunicorn(port: int, workers: int, threads: int, worker_class: str = "g
                    env: dict[str, str] | None = None, stderr: Any = None) -> subprocess.Popen:
     """gunicorn (gthread by default) on 127.0.0.1:port; returns once /healthz answers (or raises)."""
     proc = subprocess.Popen(
-        [str(Path(sys.executable).with_name("gunicorn")), "schedweb.wsgi:application", "--bind",
-         f"127.0.0.1:{port}", "--workers", str(workers), "--threads", str(threads), "-k", worker_class,
+        [str(Path(sys.executable).with_name("gunicorn")), "schedweb.wsgi:application",
+         "-c", "python:schedweb.gunicorn_conf", "--bind", f"127.0.0.1:{port}", "--workers", str(workers),
+         "--threads", str(threads), "-k", worker_class,
          "--keep-alive", "30", "--log-level", "warning"], env=env or server_env(), stderr=stderr)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:

@@ -140,7 +140,8 @@ class Processes:
                **env: str) -> tuple[Proc, str]:
         """gunicorn (gthread) on a free port; returns it and its base URL once /healthz answers."""
         port = free_port()
-        argv = [str(BIN / "gunicorn"), "schedweb.wsgi", "-b", f"127.0.0.1:{port}", "-w", str(workers),
+        argv = [str(BIN / "gunicorn"), "schedweb.wsgi", "-c", "python:schedweb.gunicorn_conf",
+                "-b", f"127.0.0.1:{port}", "-w", str(workers),
                 "-k", "gthread", "--threads", str(threads), "--timeout", "120", "--graceful-timeout", "5",
                 "--preload"]  # Django imported once, then forked: half the start-up CPU on 2 cores
         proc = self.spawn(name, argv, subprocess_env(**env), signal.SIGINT)  # quick shutdown

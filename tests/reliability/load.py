@@ -201,7 +201,7 @@ def p99(values: list[float]) -> float:
     return values[min(len(values) - 1, int(0.99 * len(values)))] if values else 0.0
 
 
-def cycle_cost(window: str, since: datetime, until: datetime | None = None) -> dict[str, float]:
+def cycle_cost(window: str, since: datetime, until: datetime | None = None) -> dict[str, object]:
     """The cycles of a window for the soak report: `{window}_cycles`, `{window}_p99_s` (wall) and
     `{window}_cpu_p99_s` (the scheduler process's CPU in the cycle, `timing.cpu_s`: what the
     cycle cost, whoever else shared the machine's cores meanwhile)."""
@@ -213,10 +213,14 @@ def cycle_cost(window: str, since: datetime, until: datetime | None = None) -> d
     runs = CycleRun.objects.filter(started__gt=since, skipped=False)
     if until is not None:
         runs = runs.filter(started__lte=until)
-    rows = list(runs.values_list("duration_seconds", "timing"))
-    cpu = [float((timing or {}).get("cpu_s", 0.0)) for _, timing in rows]
-    return {f"{window}_cycles": len(rows), f"{window}_p99_s": p99([d or 0.0 for d, _ in rows]),
-            f"{window}_cpu_p99_s": p99(cpu)}
+    rows = list(runs.values_list("id", "duration_seconds", "timing"))
+    cpu = [float((timing or {}).get("cpu_s", 0.0)) for _, _, timing in rows]
+    # The costliest cycle's own figures: what an outlier spent its time on.
+    worst = max(rows, key=lambda r: float((r[2] or {}).get("cpu_s", 0.0)), default=None)
+    return {f"{window}_cycles": len(rows), f"{window}_p99_s": p99([d or 0.0 for _, d, _ in rows]),
+            f"{window}_cpu_p99_s": p99(cpu),
+            f"{window}_worst": None if worst is None else {"id": worst[0], "wall_s": worst[1],
+                                                          "timing": worst[2]}}
 
 
 def run_load(base_url: str, token: str, *, clients: int, seconds: float, namespace: str, queue: str,

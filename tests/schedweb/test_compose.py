@@ -33,6 +33,7 @@ def test_services_and_images(compose):
 
 @pytest.mark.parametrize(("service", "expected"), [
     ("web", "gunicorn schedweb.wsgi:application --bind 0.0.0.0:8000"),
+    ("web", "-c python:schedweb.gunicorn_conf"),
     ("worker-a", "celery -A schedweb worker"),
     ("worker-b", "celery -A schedweb worker"),
     ("beat", "celery -A schedweb beat"),
