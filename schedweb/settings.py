@@ -66,8 +66,11 @@ if DEFAULT_QUEUE == "root" or not re.fullmatch(r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,25
 # Demo only (`make run`): a steady trickle of demo jobs (schedweb.scheduling.demo_arrivals).
 DEMO_ARRIVALS = env_bool("DEMO_ARRIVALS")
 # Scheduler: the cycle process keeps its snapshot between cycles and applies only what changed
-# (PostgreSQL; schedweb.scheduling.incremental); a full load every this many cycles regardless.
-SCHEDULER_FULL_RELOAD_EVERY = int(os.environ.get("SCHEDULER_FULL_RELOAD_EVERY", "100"))
+# (PostgreSQL; schedweb.scheduling.incremental); a full load every this many cycles regardless
+# (0 = never), and every row re-read within SCHEDULER_REREAD_EVERY cycles, a slice per cycle
+# (schedweb.scheduling.reread; 0 = off).
+SCHEDULER_FULL_RELOAD_EVERY = int(os.environ.get("SCHEDULER_FULL_RELOAD_EVERY", "1800"))
+SCHEDULER_REREAD_EVERY = int(os.environ.get("SCHEDULER_REREAD_EVERY", "100"))
 # Scheduler: work units one job's evaluation may cost per session (scheduler_core.framework.
 # work_budget; 0 = unlimited, unset = the scheduler's default): over it the job is deferred to the
 # next cycle (reason Deferred). Every session of this process: cycles, dry runs, previews, forecasts.

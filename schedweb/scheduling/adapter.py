@@ -92,6 +92,10 @@ class LoadedState:
     queue_names: dict[int, str] = field(default_factory=dict)
     priority_classes: dict[int, PriorityClassInfo] = field(default_factory=dict)
     quotas: dict[str, str | None] = field(default_factory=dict)
+    # hash() of each node, job and task row as last applied, by table and id (what the rolling
+    # re-read compares the database's rows with: schedweb.scheduling.reread).
+    row_hashes: dict[str, dict[int, int]] = field(
+        default_factory=lambda: {"core_node": {}, "core_job": {}, "core_task": {}})
 
 
 def _aware(value: datetime | None) -> datetime | None:
@@ -258,6 +262,10 @@ def load_state(now: datetime, decoder: Decoder | None = None) -> LoadedState:
     state = LoadedState(snapshot=ClusterSnapshot(), queries=6 + spec_queries,
                         queue_names=queue_names, priority_classes=pcs, quotas=quotas)
     state.node_ids = {name: pk for pk, name in node_names.items()}
+    hashes = state.row_hashes
+    node_hashes, job_hashes, task_hashes = hashes["core_node"], hashes["core_job"], hashes["core_task"]
+    for r in rows["nodes"]:
+        node_hashes[r.id] = hash(r)
 
     jobs_by_id: dict[int, JobInfo] = {}
     job_rows = state.jobs
@@ -267,6 +275,7 @@ def load_state(now: datetime, decoder: Decoder | None = None) -> LoadedState:
             continue
         job, job_rows[f"{r.namespace}/{r.name}"] = dec.job(r, queue, pcs.get(r.priority_class_id))
         jobs_by_id[r.id] = job
+        job_hashes[r.id] = hash(r)
 
     tasks: list[TaskInfo] = []
     used: dict[str, Resource] = {}
@@ -285,6 +294,7 @@ def load_state(now: datetime, decoder: Decoder | None = None) -> LoadedState:
         task = dec.task(r, job, node)
         tasks.append(task)
         task_rows[task.uid] = (r.id, r.status, r.updated, r.job_id)
+        task_hashes[r.id] = hash(r)
         if r.status == _PIPELINED:
             pipelined.add(task.uid)
         if task.status in occupying:

@@ -102,6 +102,7 @@ class Applier:
             state.jobs[uid] = JobRow(c.id, c.phase, c.code, c.message, c.details, c.since,
                                      state.jobs[uid].scheduler_name)
             jobs[uid].phase = core_phase(c.phase)
+            state.row_hashes["core_job"].pop(c.id, None)  # the row is what we wrote: not read back
 
     # -- the delta ----------------------------------------------------------------------------------
     def apply(self, changed: dict[str, set[int]], now: datetime) -> dict[str, int]:
@@ -169,11 +170,13 @@ class Applier:
         rows = fetch_by("nodes", "id", sorted(ids))
         self.state.queries += bool(ids)
         snap, names = self.state.snapshot, self.node_names
+        hashes = self.state.row_hashes["core_node"]
         added = False
         for r in rows:
             known = names.get(r.id)
             if known is not None and known != r.name:
                 raise Reload("a node was renamed")
+            hashes[r.id] = hash(r)
             fresh = node_of(r)
             node = snap.nodes.get(r.name)
             if known is None:
@@ -201,6 +204,7 @@ class Applier:
             raise Reload(f"node {name} went while tasks hold it")
         self.state.snapshot.nodes.pop(name, None)
         self.state.node_ids.pop(name, None)
+        self.state.row_hashes["core_node"].pop(pk, None)
 
     # -- jobs -----------------------------------------------------------------------------------------
     def _jobs(self, ids: set[int]) -> set[int]:
@@ -215,6 +219,7 @@ class Applier:
                 self._drop_job(r.id)
                 continue
             fresh, row = self.dec.job(r, queue, state.priority_classes.get(r.priority_class_id))
+            state.row_hashes["core_job"][r.id] = hash(r)
             known = self.job_uids.get(r.id)
             if known is None:
                 if fresh.uid in snap.jobs:  # deleted and submitted again under the same name
@@ -260,6 +265,7 @@ class Applier:
             self._drop_task(task_uid)
         del self.job_uids[pk]
         self.job_tasks.pop(pk, None)
+        self.state.row_hashes["core_job"].pop(pk, None)
         job = self.state.snapshot.jobs.pop(uid)
         self.state.jobs.pop(uid, None)
         self.ns_jobs[job.namespace] -= 1
@@ -341,6 +347,7 @@ class Applier:
         if _counts(r.status):
             spaces[job.namespace].used.add(new.resreq)
         state.tasks[uid] = (r.id, r.status, r.updated, r.job_id)
+        state.row_hashes["core_task"][r.id] = hash(r)
         self.task_uids[r.id] = uid
         self.job_tasks[r.job_id].add(uid)
         if r.status == TaskStatus.PIPELINED:
@@ -356,6 +363,7 @@ class Applier:
             return
         pk, status, _, job_pk = record
         self.task_uids.pop(pk, None)
+        state.row_hashes["core_task"].pop(pk, None)
         self.job_tasks.get(job_pk, set()).discard(uid)
         state.pipelined.discard(uid)
         job_uid = self.job_uids.get(job_pk)

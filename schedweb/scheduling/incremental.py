@@ -19,8 +19,11 @@ instance's CycleRuns (another shard's writes come in through the change log like
 
 A full load happens at start, when another process ran a cycle since ours (CycleRun ids), when
 the log was pruned past what we need or a tracked table was truncated (the epoch row), every
-SCHEDULER_FULL_RELOAD_EVERY cycles, when the active configuration or the database changes,
-after a failed cycle (`forget()`), and when the session asks for a fresh snapshot.
+SCHEDULER_FULL_RELOAD_EVERY cycles (default 1,800: an hour at a 2 s period; 0 = never), when the
+active configuration or the database changes, after a failed cycle (`forget()`), and when the
+session asks for a fresh snapshot. Between full loads every row is re-read at least once every
+SCHEDULER_REREAD_EVERY cycles, a slice per cycle (`reread`), so nothing the log could miss
+outlives a hundred cycles and no cycle pays for the whole cluster.
 
 The session's plugins keep their figures with the snapshot too (`Cache.kept`, the snapshot's
 `scheduler_core.framework.kept.KeptState`, which `run_session` uses by default): each plugin
@@ -41,6 +44,7 @@ from django.db import connection
 
 from scheduler_core.framework.kept import KeptState, kept_state
 from scheduler_core.result import SessionResult
+from schedweb.scheduling import reread
 from schedweb.scheduling.adapter import LoadedState, load_state
 from schedweb.scheduling.delta import Applier, Reload
 
@@ -122,7 +126,8 @@ def forget() -> None:
 # collection walks the whole snapshot: seconds at the L benchmark, in the next cycle's way. So
 # each cycle ends by freezing what is alive (gc.freeze: constant time, the objects stay freed by
 # reference counting); a full load thaws them and collects once, reclaiming the reference cycles
-# the frozen cycles left (at most SCHEDULER_FULL_RELOAD_EVERY cycles' worth).
+# the frozen cycles left (at most SCHEDULER_FULL_RELOAD_EVERY cycles' worth: at the M benchmark
+# none were found after 10, 20 or 30 kept cycles).
 _frozen = [False]
 
 
@@ -160,7 +165,7 @@ def _stale(cache: Cache | None, key: tuple[str, int | None], head: Head) -> str 
         return "another process ran a cycle"
     if head.horizon > cache.head.xmin:
         return "the change log was pruned past our last read"
-    if cache.cycles >= int(getattr(settings, "SCHEDULER_FULL_RELOAD_EVERY", 100)):
+    if 0 < int(getattr(settings, "SCHEDULER_FULL_RELOAD_EVERY", 1800)) <= cache.cycles:
         return "periodic full load"
     return None
 
@@ -214,6 +219,10 @@ def _apply_changes(cache: Cache, head: Head, now: datetime) -> None:
         else:
             changed.setdefault(table, set()).add(row_id)
     changed.setdefault("core_job", set()).update(pk for pk, only in own.items() if not only)
+    applier = cache.applier
+    known = {"core_node": applier.node_names, "core_job": applier.job_uids, "core_task": applier.task_uids}
+    for table, ids in reread.stale_ids(cache.cycles, known, applier.state.row_hashes, changed).items():
+        changed.setdefault(table, set()).update(ids)
     cache.applier.apply_own_jobs([cache.own[pk] for pk, only in own.items() if only])
     cache.own, cache.own_xact = {}, None
     cache.stats = cache.applier.apply(changed, now)
