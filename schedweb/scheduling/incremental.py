@@ -221,7 +221,9 @@ def _apply_changes(cache: Cache, head: Head, now: datetime) -> None:
     changed.setdefault("core_job", set()).update(pk for pk, only in own.items() if not only)
     applier = cache.applier
     known = {"core_node": applier.node_names, "core_job": applier.job_uids, "core_task": applier.task_uids}
-    for table, ids in reread.stale_ids(cache.cycles, known, applier.state.row_hashes, changed).items():
+    # Rows the log named are re-read anyway; our own job writes are applied from memory below.
+    named = {**changed, "core_job": changed.get("core_job", set()) | set(own)}
+    for table, ids in reread.stale_ids(cache.cycles, known, applier.state.row_hashes, named).items():
         changed.setdefault(table, set()).update(ids)
     cache.applier.apply_own_jobs([cache.own[pk] for pk, only in own.items() if only])
     cache.own, cache.own_xact = {}, None

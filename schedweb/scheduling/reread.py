@@ -17,7 +17,8 @@ differs, is new to the snapshot, or is gone from the database is handed to the A
 (re-applied through the model's methods, or dropped). An unchanged slice costs its reads, not a
 re-application: re-applying would renew every task object and with it the kept answers of its
 job. A row that differs although the log never named it is logged (an out-of-band write, or a
-bug in applying changes).
+bug in applying changes; the log names a row committed during the cycle's reads only at the
+next cycle, so that case is logged too).
 """
 
 from __future__ import annotations
@@ -95,6 +96,8 @@ def stale_ids(cycle: int, known: Mapping[str, Collection[int]], hashes: Mapping[
         if stale or gone:
             out[table] = stale | gone
     if missed:
-        logger.warning("scheduler snapshot: %d row(s) differed from the database without a change-log "
-                       "entry; re-read", missed)
+        # A write outside the log (triggers off), a bug in applying changes, or (rarely) a row
+        # committed between this cycle's head read and this read: the log names it next cycle.
+        logger.warning("scheduler snapshot: %d row(s) not named by the change log differed from the "
+                       "database; re-read", missed)
     return out
