@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from scheduler_core.plugins.capacity.tree import CapacityTree, build_structure, held
 from scheduler_core.plugins.capacity.verdicts import ChainMemos
-from scheduler_core.plugins.util.job_figures import Parts, job_sums
+from scheduler_core.plugins.util.job_figures import Parts, job_sums, whole
 from scheduler_core.plugins.util.queue_attr import QueueAttr, update_share
 from scheduler_core.resources import Resource
 
@@ -66,18 +66,6 @@ def _sum(parts: list[Parts]) -> Parts:
         for a, r in zip(acc, p, strict=True):
             a.add(r)
     return acc
-
-
-_EXACT = float(2 ** 53)
-
-
-def _whole(parts: Parts) -> bool:
-    """Every value a whole number that float sums keep exact (in any order)."""
-    for r in parts:
-        for v in (r.milli_cpu, r.memory, *r.scalars.values()):
-            if not v.is_integer() or abs(v) >= _EXACT:
-                return False
-    return True
 
 
 def _figures(attr: QueueAttr) -> Parts:
@@ -134,7 +122,7 @@ class KeptTree:
             inexact.discard(name)
         for name in changed:
             _set(attrs[name], _sum([counting[name]]))
-            if _whole(counting[name]):
+            if whole(counting[name]):
                 inexact.discard(name)
             else:
                 inexact.add(name)
@@ -164,6 +152,6 @@ class KeptTree:
         for anc in sorted(stale, key=lambda n: -len(attrs[n].ancestors)):
             attr = attrs[anc]
             _set(attr, _sum([_figures(attrs[c]) for c in attr.children]))
-            if not attr.ancestors and not _whole(_figures(attr)):
+            if not attr.ancestors and not whole(_figures(attr)):
                 return False  # the root's sums bound every other: past 2**53 only here first
         return True

@@ -54,8 +54,8 @@ def _count(keys: list[dict[str, int]], parts: Parts, step: int) -> None:
 _EXACT = float(2 ** 53)
 
 
-def _whole(parts: Parts) -> bool:
-    """Every value a whole number that float sums keep exact."""
+def whole(parts: Parts) -> bool:
+    """Every value a whole number that float sums keep exact (in any order)."""
     for r in parts:
         for v in (r.milli_cpu, r.memory, *r.scalars.values()):
             if not v.is_integer() or abs(v) >= _EXACT:
@@ -157,11 +157,11 @@ class JobSums:
         """The delta path's structures, from a full walk's entries."""
         order = getattr(jobs, "order", None)
         self._members, self._first, self._keys = {}, {}, {}
-        self._inexact = order is None or not all(_whole(p) for p in self.queues.values())
+        self._inexact = order is None or not all(whole(p) for p in self.queues.values())
         if self._inexact:
             return
         for uid, (_, sig, parts) in self.jobs.items():
-            if not _whole(parts):
+            if not whole(parts):
                 self._inexact = True
                 return
             q, rank = sig[3], order[uid]
@@ -185,7 +185,7 @@ class JobSums:
                     self._first[q] = min(self._members[q].values())
                 continue
             new = (job, _signature(job), job_contribution(job)) if job is not None else None
-            if new is not None and not _whole(new[2]):
+            if new is not None and not whole(new[2]):
                 return False
             updates.append((uid, entry, new))
         self.visited, self.recomputed = len(changed), sum(u[2] is not None for u in updates)
@@ -229,7 +229,7 @@ class JobSums:
                 _add(acc, new[2])
                 _count(keys[q], new[2], 1)
                 self.jobs[uid] = new
-        if not all(_whole(copies[q]) for q in copies if q in members):
+        if not all(whole(copies[q]) for q in copies if q in members):
             # A sum past 2**53: float sums now depend on their order. Walk, re-summing every
             # queue in table order (the entries are current; the sums are not kept).
             self._inexact, self.queues = True, {}

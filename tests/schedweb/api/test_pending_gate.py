@@ -12,6 +12,7 @@ from django.test.utils import CaptureQueriesContext
 
 from schedweb.api import pending_gate
 from schedweb.core.models import Job, Queue
+from tests.schedweb.api import test_request_bounds as request_bounds_test
 
 from .conftest import make_node, make_queue
 
@@ -40,20 +41,8 @@ def item(name: str, queue: str = "sweeps", **extra: Any) -> dict:
 
 
 def vcjob(name: str) -> str:
-    return f"""---
-apiVersion: batch.volcano.sh/v1alpha1
-kind: Job
-metadata: {{name: {name}, namespace: sw}}
-spec:
-  queue: sweeps
-  minAvailable: 1
-  tasks:
-  - name: w
-    replicas: 1
-    template:
-      spec:
-        containers: [{{name: c, image: busybox, resources: {{requests: {{cpu: 1}}}}}}]
-"""
+    """A one-replica Volcano Job manifest (test_request_bounds' shape)."""
+    return request_bounds_test.vcjob(name, 1)
 
 
 def at_limit(client) -> None:

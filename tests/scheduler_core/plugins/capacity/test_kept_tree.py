@@ -15,19 +15,17 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scheduler_core.bench.kept_cluster import settle
-from scheduler_core.framework.conf import DEFAULT_CONF_YAML, parse_conf
 from scheduler_core.framework.kept import KeptState, kept_state
 from scheduler_core.framework.session import open_session
-from scheduler_core.model import OCCUPYING_STATUSES, ClusterSnapshot, QueueState, TaskStatus
+from scheduler_core.model import ClusterSnapshot, QueueState
 from scheduler_core.plugins.util.votes import PERMIT, REJECT
 from scheduler_core.resources import Resource
 from scheduler_core.scheduler import run_session
 from tests.conftest import profiled
 from tests.scheduler_core.builders import job, node, queue, replicas, snapshot, task
+from tests.scheduler_core.framework import test_kept_state as kept_state_test
 
-CAPACITY = parse_conf(DEFAULT_CONF_YAML.replace(
-    "      - name: proportion\n", "      - name: capacity\n        enableHierarchy: true\n"))
+CAPACITY = kept_state_test.CAPACITY
 QUEUES = ["a1", "a2", "b1", "b"]  # b: a parent (its jobs count nowhere) until b1 moves away
 PARENTS = [None, "a", "b", "a1", "zz", "b1"]  # zz: missing (root); a1 / b1 can make cycles
 
@@ -57,47 +55,18 @@ def opened_tree(snap: ClusterSnapshot, kept: KeptState | None) -> dict[str, Any]
     return out
 
 
-class Twin:
-    """One snapshot and the steps applied to it (the same steps give the same objects' values)."""
+class Twin(kept_state_test.Twin):
+    """test_kept_state's twin (submits, cancels, completions, node changes) on this cluster, with
+    queue edits as well, always under the hierarchical capacity conf."""
 
     def __init__(self) -> None:
-        self.snap, self.seq = _cluster(), 0
+        self.snap, self.conf, self.seq = _cluster(), CAPACITY, 0
 
     def apply(self, op: tuple) -> None:
-        snap, kind = self.snap, op[0]
-        if kind == "submit":
-            _, q, n, cpu, gang = op
-            self.seq += 1
-            name = f"j{self.seq}"
-            j = job(name, queue=q, tasks=replicas(name, n, cpu=str(cpu)), min_available=n if gang else 1,
-                    min_resources={"cpu": str(cpu * n)} if gang else None, phase="Pending")
-            for t in list(j.tasks.values()):
-                j.tasks.pop(t.uid)
-                snap.jobs[j.uid] = j
-                snap.add_task(t)
-        elif kind in ("cancel", "complete") and snap.jobs:
-            j = list(snap.jobs.values())[op[1] % len(snap.jobs)]
-            for t in list(j.tasks.values()):
-                held = t.status in OCCUPYING_STATUSES or t.status is TaskStatus.PIPELINED
-                if t.node_name is not None and held:
-                    snap.nodes[t.node_name].remove_task(t)
-                if kind == "complete" and t.status is TaskStatus.RUNNING:
-                    j.update_task_status(t, TaskStatus.SUCCEEDED)
-            if kind == "cancel":
-                del snap.jobs[j.uid]
-        elif kind == "node":
-            _, i, cpu = op
-            name = f"n{i}"
-            old = snap.nodes.get(name)
-            if old is None:
-                snap.nodes[name] = node(name, cpu=str(cpu))
-                snap.nodes = dict(sorted(snap.nodes.items()))
-            elif not old.tasks:
-                del snap.nodes[name]
-            else:
-                old.unschedulable = not old.unschedulable
-        elif kind == "queue":
+        if op[0] == "queue":
             self._edit(op)
+        else:
+            super().apply(op)
 
     def _edit(self, op: tuple) -> None:
         _, name, what, amount = op
@@ -120,13 +89,6 @@ class Twin:
             q.state = QueueState.CLOSED if q.state is QueueState.OPEN else QueueState.OPEN
         elif what == "delete" and not any(j.queue == name for j in self.snap.jobs.values()):
             del queues[name]
-
-    def cycle(self, kept: bool) -> str:
-        result = run_session(self.snap, CAPACITY, kept=None if kept else False)
-        settle(self.snap)
-        data = result.to_json()
-        data.pop("timing", None)
-        return json.dumps(data, sort_keys=True, default=str)
 
 
 STEP = st.one_of(
