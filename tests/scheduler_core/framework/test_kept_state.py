@@ -84,14 +84,21 @@ class Twin:
         return json.dumps(data, sort_keys=True, default=str)
 
 
-STEP = st.one_of(
-    st.tuples(st.just("submit"), st.sampled_from(QUEUES), st.integers(1, 4), st.integers(1, 3),
-              st.booleans()),
-    st.tuples(st.just("cancel"), st.integers(0, 50)),
-    st.tuples(st.just("complete"), st.integers(0, 50)),
-    st.tuples(st.just("node"), st.integers(0, 4), st.integers(2, 8)),
-    st.tuples(st.just("cycle")),
-)
+def steps(queues: list[str], *more: st.SearchStrategy) -> st.SearchStrategy:
+    """Twin.apply's steps (submits into `queues`, cancels, completions, node changes), then `more`
+    (other steps, or more weight for one), then a cycle."""
+    return st.one_of(
+        st.tuples(st.just("submit"), st.sampled_from(queues), st.integers(1, 4), st.integers(1, 3),
+                  st.booleans()),
+        st.tuples(st.just("cancel"), st.integers(0, 50)),
+        st.tuples(st.just("complete"), st.integers(0, 50)),
+        st.tuples(st.just("node"), st.integers(0, 4), st.integers(2, 8)),
+        *more,
+        st.tuples(st.just("cycle")),
+    )
+
+
+STEP = steps(QUEUES)
 
 
 @settings(max_examples=25, deadline=None)
