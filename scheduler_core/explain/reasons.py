@@ -255,9 +255,9 @@ class CloseState:
         self.memo = ReasonMemo(self.figures, *kept_memo(ssn.snapshot)) if memo else None
         kept = getattr(ssn, "kept", None)
         self.entries = None
-        # From a snapshot's second session on: a snapshot used once (a fresh build every cycle)
-        # would pay for entries nobody reads.
-        if memo and job_entries.enabled and kept is not None and kept.sessions > 1:
+        # Only when the state keeps answers (KeptState.keeps_answers: not on a snapshot's first
+        # session, unless the caller keeps it, which would pay for entries nobody reads).
+        if memo and job_entries.enabled and kept is not None and kept.keeps_answers():
             part = kept.part("reasons", job_entries.KeptEntries)
             self.entries = job_entries.JobEntries(ssn, self.figures, part)
 

@@ -32,6 +32,15 @@ class KeptState:
     def __init__(self) -> None:
         self.parts: dict[str, Any] = {}
         self.sessions = 0  # sessions opened with this state
+        # The caller keeps the snapshot for later sessions (schedweb's incremental load): what is
+        # worth keeping only when a later session reads it is kept from the first session on.
+        self.lasting = False
+
+    def keeps_answers(self) -> bool:
+        """Whether a session keeps per-job answers (phases, gang records, reasons) for the next:
+        from the first session of a lasting state, else from the second (a snapshot used once, a
+        fresh build every cycle, would pay for answers nobody reads)."""
+        return self.lasting or self.sessions > 1
 
     def part(self, name: str, factory: Callable[[], T]) -> T:
         """The part of plugin `name`, made by `factory()` on first use."""

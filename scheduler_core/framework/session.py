@@ -366,9 +366,9 @@ def close_session(ssn: Session) -> SessionResult:
         if task.status is TaskStatus.ALLOCATED:
             placed_here[task.job_uid] = placed_here.get(task.job_uid, 0) + 1
     # A job whose tasks did not move since the last close (same object, revision and minimum) and
-    # whose phase is the one that close gave it keeps it (a fixed point of _final_phase); kept from a
-    # snapshot's second session on (one used once would keep them for nobody).
-    keep = ssn.kept is not None and ssn.kept.sessions > 1
+    # whose phase is the one that close gave it keeps it (a fixed point of _final_phase); kept when the state
+    # keeps answers (KeptState.keeps_answers: a snapshot used once would keep them for nobody).
+    keep = ssn.kept is not None and ssn.kept.keeps_answers()
     phases = ssn.kept.part("close_phases", dict) if keep else None
     kept_phases: dict[str, tuple[JobInfo, int, JobPhase, str, int]] = {}
     job_phase = res.job_phase

@@ -223,6 +223,7 @@ def run_case(size: str, scenario: str, seed: int = 1, cycles: int | None = None,
         "schedule_ms_p50": ms("schedule_seconds", 50), "schedule_ms_p99": ms("schedule_seconds", 99),
         "write_ms_p50": ms("write_seconds", 50), "write_ms_p99": ms("write_seconds", 99),
         "cycle_ms_p50": round(pct(walls, 50) * 1e3, 1), "cycle_ms_p99": round(pct(walls, 99) * 1e3, 1),
+        "cycle_ms": [round(w * 1e3) for w in walls],  # each measured cycle, in order
         "recorded_ms_p50": ms("duration_seconds", 50),
         # Everything of the cycle but its session (the load, the writes, the commit, the body
         # of /metrics and the API's prebuild after it): wall, and CPU besides the session's.

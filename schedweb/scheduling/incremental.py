@@ -195,6 +195,7 @@ def load(now: datetime, config_version: int | None, fresh: bool = False) -> Load
     _thaw()
     _cache = Cache(key=key, applier=Applier.full(now), head=head, last_run=head.last_run)
     _cache.kept = kept_state(_cache.applier.state.snapshot)
+    _cache.kept.lasting = True  # kept until the next full load: answers are kept from its first session
     return _cache.applier.state
 
 

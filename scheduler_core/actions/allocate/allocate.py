@@ -73,7 +73,7 @@ class AllocateAction(Action):
         job_key = ssn.job_order_key()
         jobs_by_queue: dict[str, PriorityQueue[JobInfo] | KeyedQueue[JobInfo]] = {}
         order: list[QueueInfo] = []  # queues in the order the comparator heap is filled
-        for job in active_jobs(ssn):
+        for job in active_jobs(ssn, with_pending_tasks=True):
             if not job.count(TaskStatus.PENDING):
                 # Nothing to place: its turn would change no state and record nothing.
                 continue

@@ -70,7 +70,7 @@ class BackfillAction(Action):
         job_key = ssn.job_order_key()
         jobs_by_queue: dict[str, PriorityQueue[JobInfo] | KeyedQueue[JobInfo]] = {}
         order: list[QueueInfo] = []
-        for job in active_jobs(ssn):
+        for job in active_jobs(ssn, with_pending_tasks=True):
             if not job.pending_best_effort_task_num():
                 continue
             if job.queue not in jobs_by_queue:

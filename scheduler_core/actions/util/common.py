@@ -6,7 +6,7 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 from scheduler_core.framework.records import ReasonCode, refusal
-from scheduler_core.model import JobPhase, QueueState
+from scheduler_core.model import JobPhase, QueueState, TaskStatus
 from scheduler_core.plugins.util.queue_attr import format_dim
 
 if TYPE_CHECKING:
@@ -30,8 +30,11 @@ QUEUE_CODES = frozenset({"QueueClosed", "QueueOverCapability", "QueueOverDeserve
 _valid_memo: weakref.WeakKeyDictionary[Session, dict[str, tuple[Any, ...]]] = weakref.WeakKeyDictionary()
 
 
-def active_jobs(ssn: Session, include_pending: bool = False) -> list[JobInfo]:
-    """Valid jobs of known queues, in snapshot order; Pending ones only when asked.
+def active_jobs(ssn: Session, include_pending: bool = False,
+                with_pending_tasks: bool = False) -> list[JobInfo]:
+    """Valid jobs of known queues, in snapshot order; Pending ones only when asked; only those
+    with a Pending task when `with_pending_tasks` (allocate, backfill: the others' turn would
+    do nothing, and most of a steady cluster's jobs run).
 
     Set-aside jobs (`ssn.quarantined`) are never valid; the plugins' answers are memoised per
     session and job state (see `_valid_memo`).
@@ -41,9 +44,12 @@ def active_jobs(ssn: Session, include_pending: bool = False) -> list[JobInfo]:
         memo = _valid_memo[ssn] = {}
     out = []
     queues, quarantined, pending = ssn.queues, ssn.quarantined, JobPhase.PENDING
+    task_pending = TaskStatus.PENDING
     for uid, job in ssn.own_jobs.items():
         if job.phase is pending and not include_pending:
             continue
+        if with_pending_tasks and not job.task_status_index.get(task_pending):
+            continue  # (validity asked first would record nothing any reason reads: no task waits)
         queue = job.queue  # read once: a logged field (scheduler_core.job_log) costs a property call
         if queue not in queues or uid in quarantined:
             continue

@@ -138,7 +138,7 @@ class GangPlugin(Plugin):
         conditions = ssn.result.conditions
         scheduled = PodGroupCondition(SCHEDULED, GANG_READY, "", ssn.now)  # one value, shared
         kept: dict[str, _Close] | None = None
-        if ssn.kept is not None and ssn.kept.sessions > 1:  # a snapshot used once keeps nothing
+        if ssn.kept is not None and ssn.kept.keeps_answers():
             kept = ssn.kept.parts.get("gang_close", {})
         seen: dict[str, _Close] = {}
         records = ssn.reason_records
