@@ -92,7 +92,7 @@ class JobEntry:
     """One job's reason with what it was computed from."""
 
     __slots__ = ("job", "revision", "fields", "records", "fit", "bounds", "queue_key", "quotes",
-                 "reason", "memo_key", "never", "part", "bucket")
+                 "reason", "memo_key", "never", "part", "bucket", "quote")
 
     def __init__(self, job: JobInfo, fields: tuple, records: list[dict[str, Any]], fit: Any,
                  bounds: tuple, queue_key: tuple, quotes: bool, reason: Reason,
@@ -110,6 +110,9 @@ class JobEntry:
         self.never = never  # the NeverFits answer before this session's fit details (None: fits)
         self.part = part  # the job's part of its memo key (ReasonMemo.job_part), None when unused
         self.bucket = bucket
+        # (code, refusal, fixed details) when the reason is the rendering of its first recorded
+        # candidate, a quota refusal (reasons.quote_of): a requote renders that one again.
+        self.quote: tuple | None = None
 
 
 def job_fields(job: JobInfo) -> tuple:
@@ -253,8 +256,10 @@ class JobEntries:
         self.current[entry.job.uid] = entry
 
     def put(self, job: JobInfo, queue: QueueInfo, records: list[dict[str, Any]], fit: Any,
-            reason: Reason, memo_key: tuple | None, never: Reason | None, part: tuple | None) -> None:
-        """Keep the job's fresh answer (and its NeverFits answer) for the next session."""
+            reason: Reason, memo_key: tuple | None, never: Reason | None, part: tuple | None,
+            quote: tuple | None = None) -> None:
+        """Keep the job's fresh answer (and its NeverFits answer, and `quote`: see JobEntry) for
+        the next session."""
         if self.kept is None:
             return
         self.misses += 1
@@ -262,10 +267,11 @@ class JobEntries:
         bucket = old.bucket if old is not None else bucket_of(job.uid)
         quotes = "queue_chain" in reason.details or any(
             (rec.get("details") or {}).get("refusal") is not None for rec in records)
-        self.current[job.uid] = JobEntry(job, job_fields(job), self.comparable(records), fit,
-                                         self.queue_key(queue, False),
-                                         self.queue_key(queue, quotes), quotes, reason, memo_key, never,
-                                         part, bucket)
+        entry = self.current[job.uid] = JobEntry(job, job_fields(job), self.comparable(records), fit,
+                                                 self.queue_key(queue, False),
+                                                 self.queue_key(queue, quotes), quotes, reason, memo_key,
+                                                 never, part, bucket)
+        entry.quote = quote if never is None else None
 
     def keep(self) -> None:
         """Carry this session's entries (jobs gone or answered otherwise are dropped)."""

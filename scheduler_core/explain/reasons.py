@@ -124,7 +124,9 @@ def job_reason(ssn: Session, job: JobInfo, unbound: list[str] | None = None, clo
             return hit[0]
         if entries.requote is not None:  # the same quota reason over moved figures
             entry = entries.requote
-            reason = _tail_of(ssn, close, job, _unbound(ssn, job, unbound), raw, queue)
+            reason = _requote(close, job, entry.quote) if entry.quote is not None else None
+            if reason is None:  # not its first candidate's rendering, or that one went stale
+                reason = _tail_of(ssn, close, job, _unbound(ssn, job, unbound), raw, queue)
             entries.requoted(entry, queue, reason)
             return reason
     known = entries.never_of(job, queue) if entries is not None else None
@@ -135,11 +137,46 @@ def job_reason(ssn: Session, job: JobInfo, unbound: list[str] | None = None, clo
         never = close.never_fits.check(job)
         if never is not None:  # kept as computed: this session's fit details go to a copy
             never = Reason(never.code, never.message, dict(never.details))
-    reason, memo_key, part = _fresh_reason(ssn, close, job, _unbound(ssn, job, unbound), list(raw), queue,
-                                           never, part)
+    unbound = _unbound(ssn, job, unbound)
+    reason, memo_key, part = _fresh_reason(ssn, close, job, unbound, list(raw), queue, never, part)
     if entries is not None:
-        entries.put(job, queue, raw, recorded, reason, memo_key, never, part)
+        quote = quote_of(close, job, raw, _fit_of(ssn, job, unbound), queue) if never is None else None
+        entries.put(job, queue, raw, recorded, reason, memo_key, never, part, quote)
     return reason
+
+
+def quote_of(close: Any, job: JobInfo, records: list[dict[str, Any]], fit: tuple[int, dict[str, int]] | None,
+             queue: Any) -> tuple[ReasonCode, dict[str, Any], dict[str, Any]] | None:
+    """(code, refusal, details besides the rendering) when `_tail_reason` answers the job with
+    the rendering of its first recorded candidate, a quota refusal (while that one is not stale);
+    None when its answer starts elsewhere. With the same job, records, fit errors and queue
+    state, `_requote` gives the tail's answer over any figures, or None where it would go on."""
+    by_code = _by_code(records)
+    if ReasonCode.QueueClosed not in by_code and queue.state is not QueueState.OPEN:
+        return None
+    if job.waiting_task_num() and by_code.get(ReasonCode.WaitingForPreemption):
+        return None  # a quota refusal then gives way to WaitingForPreemption
+    for code in RECORDED:
+        recs = by_code.get(code)
+        if not recs:
+            continue
+        ref = (recs[0].get("details") or {}).get("refusal") if code in QUOTA_CODES else None
+        if ref is None or ref.get("queue") not in close.figures.figures:
+            return None
+        return code, ref, _details(recs[0], fit)
+    return None
+
+
+def _requote(close: Any, job: JobInfo,
+             quote: tuple[ReasonCode, dict[str, Any], dict[str, Any]]) -> Reason | None:
+    """The tail's answer from `quote` (quote_of) over this session's figures; None when stale."""
+    code, ref, fixed = quote
+    rendered = close.figures.render(job, ref)
+    if rendered is None:
+        return None
+    details = dict(fixed)
+    details.update(rendered[1])
+    return Reason(code, rendered[0], details)
 
 
 def _unbound(ssn: Session, job: JobInfo, unbound: list[str] | None) -> list[str]:
