@@ -23,6 +23,7 @@ from typing import Any
 from scheduler_core.bench.generator import build_world
 from scheduler_core.bench.snapshot import Churn, conf_of, to_snapshot
 from scheduler_core.framework.conf import SchedulerConf, parse_conf
+from scheduler_core.framework.kept import kept_state
 from scheduler_core.framework.node_search import NodeScan
 from scheduler_core.model import OCCUPYING_STATUSES, ClusterSnapshot, TaskStatus
 from scheduler_core.result import SessionResult
@@ -60,6 +61,8 @@ class KeptCluster:
 
     def cycle(self, kept: bool) -> tuple[SessionResult, float, float]:
         """One session on the kept snapshot, then its decisions applied; (result, wall s, CPU s)."""
+        if kept:  # kept as the incremental load keeps its snapshot: answers from the first session
+            kept_state(self.snap).lasting = True
         t0, c0 = time.perf_counter(), time.process_time()
         result = run_session(self.snap, self.conf, node_scan=self.scan, kept=None if kept else False)
         t1, c1 = time.perf_counter(), time.process_time()
