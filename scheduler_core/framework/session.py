@@ -72,6 +72,12 @@ class Session(SessionOperations, CallbackRegistry):
         self.plugins: dict[str, Plugin] = {}
         # Tasks placed (allocated or pipelined) in this session, in placement order.
         self.placed: dict[str, TaskInfo] = {}
+        # job_valid's answers: job uid -> (job, revision, min_available, queue, answer). The
+        # job-valid callbacks (gang, capacity) read only the job's tasks (whose every change bumps
+        # `revision`), min_available, the queue and what is fixed for the session, so an entry
+        # whose job shows the same values holds the same answer (a refusal's record is made once
+        # either way: a plugin records a code once per job).
+        self._valid: dict[str, tuple] = {}
         self.eviction_reasons: dict[str, str] = {}
         # Reason ledger (read by reasons.build_reasons): job uid -> candidate reasons / fit errors.
         self.reason_records: dict[str, list[dict[str, Any]]] = {}
@@ -112,11 +118,19 @@ class Session(SessionOperations, CallbackRegistry):
             self._unplace(task, TaskStatus.PENDING, None)
 
     def job_valid(self, job: JobInfo) -> ValidateResult | None:
-        """InvalidJob for a set-aside job, else the plugins' answer (first failing result)."""
+        """InvalidJob for a set-aside job, else the plugins' answer (first failing result),
+        memoised per job state for the session (`_valid`)."""
         error = self.quarantined.get(job.uid)
         if error is not None:
             return ValidateResult(False, "InvalidJob", error.reason_message())
-        return super().job_valid(job)
+        uid, queue = job.uid, job.queue  # (a logged field costs a property call: read once)
+        hit = self._valid.get(uid)
+        if (hit is not None and hit[0] is job and hit[1] == job.revision and hit[3] == queue
+                and hit[2] == job.min_available):
+            return hit[4]
+        answer = super().job_valid(job)
+        self._valid[uid] = (job, job.revision, job.min_available, queue, answer)
+        return answer
 
     def job_of(self, task: TaskInfo) -> JobInfo:
         """The task's job."""

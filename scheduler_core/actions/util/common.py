@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import weakref
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from scheduler_core.framework.records import ReasonCode, refusal
 from scheduler_core.model import JobPhase, QueueState, TaskStatus
@@ -23,25 +22,15 @@ def code(name: str) -> ReasonCode:
 QUEUE_CODES = frozenset({"QueueClosed", "QueueOverCapability", "QueueOverDeserved"})
 
 
-# Per session: job uid -> (job, revision, min_available, queue, job_valid's answer). The
-# job-valid callbacks (gang, capacity) read only the job's tasks (whose every change bumps
-# `revision`), min_available, the queue and what is fixed for the session, so an entry whose
-# job shows the same values holds the same answer: backfill reuses allocate's.
-_valid_memo: weakref.WeakKeyDictionary[Session, dict[str, tuple[Any, ...]]] = weakref.WeakKeyDictionary()
-
-
 def active_jobs(ssn: Session, include_pending: bool = False,
                 with_pending_tasks: bool = False) -> list[JobInfo]:
     """Valid jobs of known queues, in snapshot order; Pending ones only when asked; only those
     with a Pending task when `with_pending_tasks` (allocate, backfill: the others' turn would
     do nothing, and most of a steady cluster's jobs run).
 
-    Set-aside jobs (`ssn.quarantined`) are never valid; the plugins' answers are memoised per
-    session and job state (see `_valid_memo`).
+    Set-aside jobs (`ssn.quarantined`) are never valid (`Session.job_valid`, memoised per
+    session and job state: backfill reuses allocate's answers).
     """
-    memo = _valid_memo.get(ssn)
-    if memo is None:
-        memo = _valid_memo[ssn] = {}
     out = []
     queues, quarantined, pending = ssn.queues, ssn.quarantined, JobPhase.PENDING
     task_pending = TaskStatus.PENDING
@@ -53,14 +42,7 @@ def active_jobs(ssn: Session, include_pending: bool = False,
         queue = job.queue  # read once: a logged field (scheduler_core.job_log) costs a property call
         if queue not in queues or uid in quarantined:
             continue
-        hit = memo.get(uid)
-        if (hit is not None and hit[0] is job and hit[1] == job.revision and hit[3] == queue
-                and hit[2] == job.min_available):
-            invalid = hit[4]
-        else:
-            invalid = ssn.job_valid(job)
-            memo[uid] = (job, job.revision, job.min_available, queue, invalid)
-        if invalid is None:
+        if ssn.job_valid(job) is None:
             out.append(job)
     return out
 
