@@ -18,10 +18,10 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from scheduler_core.forecast.simulator import Simulator
 from scheduler_core.forecast.types import Basis, Forecast, JobForecast
+from scheduler_core.framework.close_phases import final_phase
 from scheduler_core.framework.conf import DEFAULT_CONF, SchedulerConf
 from scheduler_core.framework.node_table import NodeTable
 from scheduler_core.framework.registry import load_all, plugin_builders
-from scheduler_core.framework.session import _final_phase
 from scheduler_core.framework.sharding import Sharding
 from scheduler_core.model import ClusterSnapshot, JobInfo, JobPhase, TaskStatus
 from scheduler_core.resources import Resource
@@ -79,7 +79,7 @@ class IdleCheck:
         jobs, aside = sim.snap.jobs, sim.snap.set_aside
         for uid in touched:
             job = jobs.get(uid)
-            if job is not None and _final_phase(job, 0) is not job.phase:
+            if job is not None and final_phase(job, 0) is not job.phase:
                 return False
         if any(job.phase is JobPhase.PENDING and uid not in aside for uid, job in jobs.items()):
             return False

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from scheduler_core.framework.callbacks import CallbackRegistry
+from scheduler_core.framework.close_phases import ClosePhases
 from scheduler_core.framework.conf import SchedulerConf
 from scheduler_core.framework.hooks import NO_HOOKS, ScoreSink, SessionHooks
 from scheduler_core.framework.interface import (  # noqa: F401  (re-exported for plugins)
@@ -31,7 +32,7 @@ from scheduler_core.framework.operations import SessionOperations
 from scheduler_core.framework.registry import load_all, plugin_builders
 from scheduler_core.framework.sharding import Sharding, ShardView
 from scheduler_core.framework.work_budget import WorkMeter
-from scheduler_core.model import ClusterSnapshot, JobInfo, JobPhase, NodeInfo, QueueInfo, TaskInfo, TaskStatus
+from scheduler_core.model import ClusterSnapshot, JobInfo, NodeInfo, QueueInfo, TaskInfo, TaskStatus
 from scheduler_core.resources import Resource
 from scheduler_core.result import SessionResult
 
@@ -344,23 +345,6 @@ def open_session(snapshot: ClusterSnapshot, conf: SchedulerConf, record_scores: 
     return ssn
 
 
-def _final_phase(job: JobInfo, placed_here: int) -> JobPhase:
-    """Volcano's jobStatus: enough tasks occupying nodes (or done) -> Running; all done -> Completed.
-
-    Tasks placed in this session do not count yet (`placed_here`): the PodGroup turns Running
-    in the cycle after its pods were bound (shared scenario capacity-hierarchy-propagation).
-    """
-    occupied = job.count(TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING,
-                         TaskStatus.SUCCEEDED) - placed_here
-    if occupied >= job.min_available:
-        if job.count(TaskStatus.SUCCEEDED) == occupied:
-            return JobPhase.COMPLETED
-        return JobPhase.RUNNING
-    if job.phase is JobPhase.INQUEUE:
-        return JobPhase.INQUEUE
-    return JobPhase.PENDING
-
-
 def close_session(ssn: Session) -> SessionResult:
     """Dispatch ready jobs, record pipelined tasks and phases, close plugins, build reasons."""
     res = ssn.result
@@ -379,24 +363,11 @@ def close_session(ssn: Session) -> SessionResult:
     for task in ssn.placed.values():
         if task.status is TaskStatus.ALLOCATED:
             placed_here[task.job_uid] = placed_here.get(task.job_uid, 0) + 1
-    # A job whose tasks did not move since the last close (same object, revision and minimum) and
-    # whose phase is the one that close gave it keeps it (a fixed point of _final_phase); kept when the state
-    # keeps answers (KeptState.keeps_answers: a snapshot used once would keep them for nobody).
+    # Phases: only the jobs that changed since the last close when the state keeps answers
+    # (framework.close_phases; a snapshot used once would keep them for nobody).
     keep = ssn.kept is not None and ssn.kept.keeps_answers()
-    phases = ssn.kept.part("close_phases", dict) if keep else None
-    kept_phases: dict[str, tuple[JobInfo, int, JobPhase, str, int]] = {}
-    job_phase = res.job_phase
-    for uid in sorted(ssn.own_jobs):
-        job = ssn.jobs[uid]
-        seen = phases.get(uid) if phases is not None else None
-        if seen is None or seen[0] is not job or seen[1] != job.revision or seen[2] is not job.phase \
-                or seen[4] != job.min_available or uid in placed_here:
-            job.phase = _final_phase(job, placed_here.get(uid, 0))
-            seen = (job, job.revision, job.phase, job.phase.value, job.min_available)
-        kept_phases[uid] = seen
-        job_phase[uid] = seen[3]
-    if keep:
-        ssn.kept.parts["close_phases"] = kept_phases
+    phases = ssn.kept.part("close_phases", ClosePhases) if keep else ClosePhases()
+    res.job_phase.update(phases.close(ssn.jobs, ssn.own_jobs, placed_here))
     # Bound tasks move to Binding (same node and queue accounting), like Volcano's dispatch.
     for uid in res.binds:
         task = ssn.placed[uid]

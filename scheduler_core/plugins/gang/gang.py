@@ -16,9 +16,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from scheduler_core.framework.interface import Plugin, ValidateResult
+from scheduler_core.job_log import LogReader
 from scheduler_core.model import TaskStatus
 from scheduler_core.result import (
     GANG_READY,
@@ -133,25 +135,18 @@ class GangPlugin(Plugin):
         """For every job that is not ready: a GangUnschedulable reason (unless pipelined) and an
         Unschedulable condition (unless releasing); a ready job gets a Scheduled condition.
 
-        With a kept snapshot (framework.kept), a job whose tasks did not move since the last
-        close (same object, revision and minimum) reuses what that close worked out (_Close)."""
+        With a kept snapshot that keeps answers (framework.kept), each job's _Close is kept with
+        the job object, revision and minimum it was worked out from, and only the jobs the job
+        table's change log names since the last close are looked at (`_KeptClose`)."""
         conditions = ssn.result.conditions
         scheduled = PodGroupCondition(SCHEDULED, GANG_READY, "", ssn.now)  # one value, shared
-        kept: dict[str, _Close] | None = None
-        if ssn.kept is not None and ssn.kept.keeps_answers():
-            kept = ssn.kept.parts.get("gang_close", {})
-        seen: dict[str, _Close] = {}
-        records = ssn.reason_records
-        for uid in sorted(ssn.own_jobs):
-            job = ssn.jobs[uid]
-            got = kept.get(uid) if kept is not None else None
-            if got is None or got.job is not job or got.revision != job.revision \
-                    or got.min_available != job.min_available:
-                got = _Close(job, self.name)
-            seen[uid] = got
-            if got.ready:
-                conditions[uid] = scheduled
-                continue
+        keep = ssn.kept is not None and ssn.kept.keeps_answers()
+        part = ssn.kept.part("gang_close", _KeptClose) if keep else _KeptClose()
+        part.update(ssn.jobs, ssn.own_jobs, self.name)
+        conditions.update(dict.fromkeys(part.ready, scheduled))
+        records, seen = ssn.reason_records, part.seen
+        for uid in part.waiting:
+            got = seen[uid]
             if not got.skip:
                 condition = got.condition
                 if condition is None or condition.transition_time != ssn.now:
@@ -160,8 +155,46 @@ class GangPlugin(Plugin):
                 conditions[uid] = condition
             if got.record is not None:  # None: pipelined, the gang is met (WaitingForPreemption)
                 records.setdefault(uid, []).append(got.record)  # as ssn.record_reason, one dict kept
-        if kept is not None:
-            ssn.kept.parts["gang_close"] = seen
+
+
+class _KeptClose:
+    """Each own job's _Close as the last close left it, split into ready and waiting uids; brought
+    up to date from the job table's change log (scheduler_core.job_log), else (first close,
+    another table, a sharded session: its own jobs are a subset) by a walk of every own job."""
+
+    def __init__(self) -> None:
+        self.reader = LogReader()
+        self.seen: dict[str, _Close] = {}
+        self.ready: set[str] = set()
+        self.waiting: set[str] = set()
+
+    def update(self, jobs: dict[str, JobInfo], own: dict[str, JobInfo], plugin: str) -> None:
+        """Work out again the _Close of every job that changed (or all of them on a walk)."""
+        changed, log, pos = self.reader.changed(jobs) if own is jobs else (None, None, 0)
+        if changed is None:
+            self.seen, self.ready, self.waiting = {}, set(), set()
+            visit: Iterable[str] = own
+        else:
+            visit = changed
+        seen, ready, waiting = self.seen, self.ready, self.waiting
+        for uid in visit:
+            job = own.get(uid)
+            if job is None:
+                seen.pop(uid, None)
+                ready.discard(uid)
+                waiting.discard(uid)
+                continue
+            got = seen.get(uid)
+            if got is None or got.job is not job or got.revision != job.revision \
+                    or got.min_available != job.min_available:
+                got = seen[uid] = _Close(job, plugin)
+            if got.ready:
+                ready.add(uid)
+                waiting.discard(uid)
+            else:
+                waiting.add(uid)
+                ready.discard(uid)
+        self.reader.commit(log, pos)
 
 
 class _Close:
