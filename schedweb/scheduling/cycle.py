@@ -9,15 +9,11 @@ error in a CycleRun of its own.
 from __future__ import annotations
 
 import copy
-import json
 import logging
-import math
 import os
 import time
-import weakref
 from contextlib import ExitStack
 from datetime import datetime, timedelta
-from json.encoder import encode_basestring_ascii  # type: ignore[attr-defined]
 
 from django.conf import settings
 from django.db import DatabaseError, transaction
@@ -29,15 +25,15 @@ from scheduler_core.framework.node_search import NodeScan
 from scheduler_core.model import ClusterSnapshot
 from scheduler_core.result import FIGURE_NAMES, SessionResult
 from scheduler_core.scheduler import gc_paused, run_session_isolated
-from schedweb.core.models import TERMINAL_JOB_PHASES, UNSCHEDULED_JOB_PHASES, SchedulerConfig, TaskStatus
+from schedweb.core.models import SchedulerConfig, TaskStatus
 from schedweb.scheduling import (
     commit_check,
     cycle_metrics,
     incremental,
+    job_changes,
     job_conditions,
     metrics_queues,
     placement_scores,
-    reason_chain,
     shard_runtime,
     writes,
 )
@@ -176,14 +172,14 @@ def _run_locked(started: datetime, t0: float, shard: str = "") -> CycleRun:
     report_job_errors(result)
     dropped = commit_check.drop_conflicts(instance, state, result)  # races lost to another shard
     task_changes, task_jobs = _task_changes(state, result)
-    job_changes, code_changed, same_code = _job_changes(state, result, started)
+    changes, code_changed, same_code = job_changes.job_changes(state, result, started)
     # Every job this cycle writes, before any task row (see writes.lock_jobs: no deadlock with a cancel).
-    writes.lock_jobs({c.id for c in job_changes} | task_jobs)
+    writes.lock_jobs({c.id for c in changes} | task_jobs)
     binds, pipelined, evictions, conflicts, applied = _write_tasks(task_changes, started)
     conflicts += dropped
     if delay := float(os.environ.get(WRITE_SLEEP_ENV) or 0):
         time.sleep(delay)
-    conflicts += _write_jobs(job_changes, code_changed, same_code, started)
+    conflicts += _write_jobs(changes, code_changed, same_code, started)
     # PodGroup conditions: only those that say something new (their own table, no job row).
     job_conditions.write(job_conditions.changed(state, result))
     previous = (CycleRun.objects.filter(skipped=False, shard=shard).order_by("-id")
@@ -215,8 +211,6 @@ def _run_locked(started: datetime, t0: float, shard: str = "") -> CycleRun:
 
 
 _reported: dict[str, str] = {}  # job uid -> the error last logged for it (this process)
-# Reason object -> [code, message, details, their JSON text or None].
-_reason_json: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def report_job_errors(result: SessionResult) -> None:
@@ -281,103 +275,6 @@ def _write_tasks(changes: list[writes.TaskChange], now: datetime) -> tuple[int, 
         logger.warning("cycle: %d task decision(s) dropped: the task changed during the cycle", conflicts)
     return (counts[TaskStatus.BINDING], counts[TaskStatus.PIPELINED], counts[TaskStatus.RELEASING], conflicts,
             applied)
-
-
-def _job_changes(state: LoadedState, result: SessionResult, now: datetime,
-                 ) -> tuple[list[writes.JobChange], set[int], list[int]]:
-    """Phases and current reasons of changed jobs: (changes, ids whose reason code changed,
-    ids still waiting for the same reason code)."""
-    changes: list[writes.JobChange] = []
-    parts: dict[int, tuple[object, str]] = {}  # details_text's memo for this cycle's renderings
-    chains: dict[int, tuple[object, object]] = {}  # reason_chain.by_reference's, the same way
-    code_changed: set[int] = set()
-    same_code: list[int] = []
-    for uid, row in state.jobs.items():
-        if row.phase in UNSCHEDULED_JOB_PHASES:  # finished, or suspended (its reason says so)
-            continue
-        phase = str(result.job_phase.get(uid, row.phase))
-        if phase in TERMINAL_JOB_PHASES:
-            # Completion (with `finished`) is the task status writers' job: the agent, the API.
-            phase = row.phase
-        reason = result.reasons.get(uid)
-        text: str | None = None
-        if reason is None:
-            code, message, details = "", "", {}
-        else:
-            # One entry per Reason object: jobs of one shape share one (scheduler_core's
-            # reason_memo), and a job whose reason was not rendered again keeps last cycle's,
-            # whose details are the very object its row holds (incremental.own_jobs): `is`, no
-            # comparison, no JSON. The details are kept as rendered, not round-tripped through
-            # JSON: they are JSON values (a tuple would compare unequal to the list a full
-            # load reads back, costing one rewrite of the same text, never a wrong row).
-            # A queue chain is stored by reference (its readers fill in the cycle's figures:
-            # reason_chain), so figures that moved alone rewrite no row.
-            seen = _reason_json.get(reason) if hasattr(reason, "__weakref__") else None
-            if seen is None:
-                data = reason.to_json() if hasattr(reason, "to_json") else dict(reason)
-                seen = [str(data["code"]), data["message"],
-                        reason_chain.by_reference(data.get("details") or {}, chains), None]
-                if hasattr(reason, "__weakref__"):
-                    _reason_json[reason] = seen
-            code, message, details = seen[0], seen[1], seen[2]
-            if details is row.reason_details or details == row.reason_details:
-                details = row.reason_details
-            elif details:
-                if seen[3] is None:  # the writers send it as it is
-                    seen[3] = details_text(details, parts)
-                text = seen[3]
-            else:
-                text = "{}"
-        if code == row.reason_code:
-            if code:
-                same_code.append(row.id)
-            if phase == row.phase and message == row.reason_message and details == row.reason_details:
-                continue
-            since = row.reason_since
-        else:
-            since = now if code else None
-            code_changed.add(row.id)
-        changes.append(writes.JobChange(row.id, row.phase, phase, code, message, details, since, text))
-    return changes, code_changed, same_code
-
-
-def details_text(details: dict, memo: dict[int, tuple[object, str]]) -> str:
-    """`json.dumps(details, sort_keys=True, default=str)`, the same text, with each top-level
-    list or dict value dumped once per object: reasons of one queue share their `queue_chain`
-    (scheduler_core.reason_figures hands out one read-only list per queue and limit), the bulk
-    of the text. `memo` keeps the objects it has seen (their ids stay theirs while it lives)."""
-    if not all(isinstance(key, str) for key in details):
-        return json.dumps(details, sort_keys=True, default=str)
-    out = []
-    for key in sorted(details):
-        value = details[key]
-        if isinstance(value, list | dict):
-            hit = memo.get(id(value))
-            if hit is None or hit[0] is not value:
-                hit = memo[id(value)] = (value, json.dumps(value, sort_keys=True, default=str))
-            text = hit[1]
-        else:
-            text = _scalar_text(value)
-        out.append(f"{encode_basestring_ascii(key)}: {text}")
-    return "{" + ", ".join(out) + "}"
-
-
-_LITERALS = {None: "null", True: "true", False: "false"}
-
-
-def _scalar_text(value: object) -> str:
-    """json.dumps(value, default=str) of a scalar, without building an encoder for it (a reason
-    has a dozen: its code, check, queue, counts)."""
-    kind = value.__class__
-    if kind is str:
-        return encode_basestring_ascii(value)
-    if kind is int:
-        return int.__repr__(value)
-    if kind is float and math.isfinite(value):
-        return float.__repr__(value)
-    if value is None or kind is bool:
-        return _LITERALS[value]
-    return json.dumps(value, default=str)
 
 
 def _write_jobs(changes: list[writes.JobChange], code_changed: set[int], same_code: list[int],

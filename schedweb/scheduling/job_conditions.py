@@ -22,8 +22,9 @@ from schedweb.scheduling.models import JobCondition
 from schedweb.scheduling.writes import is_postgres
 
 Stored = tuple[str, str, str]  # status, reason, message
-_known: dict[tuple[int, str], Stored] = {}
+_known: dict[int, dict[str, Stored]] = {}  # job id -> type -> what the table holds
 _loaded = [False]
+_TERMINAL = frozenset(str(p) for p in TERMINAL_JOB_PHASES)  # plain strings: a set lookup
 
 
 def forget() -> None:
@@ -38,17 +39,21 @@ def changed(state: LoadedState, result: SessionResult) -> list[tuple[int, str, S
         _known.clear()
         for job_id, kind, *stored in JobCondition.objects.values_list("job_id", "type", "status", "reason",
                                                                       "message").iterator(chunk_size=5000):
-            _known[(job_id, kind)] = tuple(stored)  # type: ignore[assignment]
+            _known.setdefault(job_id, {})[kind] = tuple(stored)  # type: ignore[assignment]
         _loaded[0] = True
     out = []
+    jobs, known, none = state.jobs.get, _known.get, _NONE
     for uid, cond in result.conditions.items():
-        row = state.jobs.get(uid)
-        if row is None or row.phase in TERMINAL_JOB_PHASES:
+        row = jobs(uid)
+        if row is None or row.phase in _TERMINAL:
             continue
         value = (cond.status, cond.reason, cond.message)
-        if _known.get((row.id, cond.type)) != value:
+        if known(row.id, none).get(cond.type) != value:
             out.append((row.id, cond.type, value, datetime.fromtimestamp(int(cond.transition_time), tz=UTC)))
     return out
+
+
+_NONE: dict[str, Stored] = {}  # a job with no stored condition (looked in, never filled)
 
 
 UPSERT = f"""
@@ -86,5 +91,5 @@ def write(rows: list[tuple[int, str, Stored, datetime]]) -> int:
             JobCondition.objects.update_or_create(job_id=job_id, type=kind, defaults={
                 "status": status, "reason": reason, "message": message, "last_transition_time": at})
     for job_id, kind, value, _ in rows:
-        _known[(job_id, kind)] = value
+        _known.setdefault(job_id, {})[kind] = value
     return len(rows)

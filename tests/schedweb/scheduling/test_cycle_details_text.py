@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from schedweb.scheduling.cycle import details_text
+from schedweb.scheduling.job_changes import details_text
 
 
 def _dumps(value: object) -> str:

@@ -4,7 +4,7 @@ exported as the PodGroup's / Job's `status.conditions`."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 import yaml
@@ -14,9 +14,11 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from scheduler_core.result import PodGroupCondition, SessionResult
 from schedweb.core import services
-from schedweb.core.models import Job
+from schedweb.core.models import Job, Queue
 from schedweb.scheduling import job_conditions
+from schedweb.scheduling.adapter import JobRow, LoadedState
 from schedweb.scheduling.cycle import cycle_run
 from schedweb.scheduling.models import JobCondition
 
@@ -95,3 +97,28 @@ def test_the_api_and_the_export_show_status_conditions():
         again = client.generic("POST", "/api/v1/manifests/import/?dry_run=true",
                                response.content, content_type="application/yaml")
         assert again.status_code == 200, again.content
+
+
+def test_only_conditions_whose_words_differ_from_the_table_are_listed():
+    queue = Queue.objects.create(name="q")
+    a, b, c = (Job.objects.create(namespace="ns", name=n, queue=queue) for n in "abc")
+    t0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+    ready = ("True", "tasks in gang are ready to be scheduled", "")
+    job_conditions.write([(a.id, "Scheduled", ready, t0), (a.id, "Unschedulable", UNSCHEDULABLE[1:], t0),
+                          (b.id, "Unschedulable", UNSCHEDULABLE[1:], t0)])
+    jobs = {f"ns/{j.name}": JobRow(j.id, phase, "", "", {}, None, "volcano")
+            for j, phase in ((a, "Running"), (b, "Inqueue"), (c, "Completed"))}
+    state = LoadedState(snapshot=None, jobs=jobs, full=True)  # type: ignore[arg-type]
+    later = t0.timestamp() + 60
+    result = SessionResult(conditions={
+        "ns/a": PodGroupCondition("Unschedulable", "NotEnoughResources", "1/3 left", later),  # new words
+        "ns/b": PodGroupCondition("Unschedulable", *UNSCHEDULABLE[2:], later),  # as stored
+        "ns/c": PodGroupCondition("Scheduled", ready[1], "", later),  # a finished job: not written
+        "ns/gone": PodGroupCondition("Scheduled", ready[1], "", later)})  # not loaded
+    at = datetime.fromtimestamp(int(later), tz=UTC)
+    assert job_conditions.changed(state, result) == [
+        (a.id, "Unschedulable", ("True", "NotEnoughResources", "1/3 left"), at)]
+    state.full = False  # from memory now: each type of a job is compared with its own row
+    result.conditions["ns/a"] = PodGroupCondition("Unschedulable", *UNSCHEDULABLE[2:], later)
+    result.conditions["ns/b"] = PodGroupCondition("Scheduled", ready[1], "", later)
+    assert job_conditions.changed(state, result) == [(b.id, "Scheduled", ready, at)]
