@@ -23,7 +23,7 @@ from scheduler_core.explain.node_scores import recording_scores
 from scheduler_core.framework.conf import SchedulerConf, parse_conf
 from scheduler_core.framework.node_search import NodeScan
 from scheduler_core.model import ClusterSnapshot
-from scheduler_core.result import FIGURE_NAMES, SessionResult
+from scheduler_core.result import SessionResult
 from scheduler_core.scheduler import gc_paused, run_session_isolated
 from schedweb.core.models import SchedulerConfig, TaskStatus
 from schedweb.scheduling import (
@@ -34,10 +34,11 @@ from schedweb.scheduling import (
     job_conditions,
     metrics_queues,
     placement_scores,
+    sample_copy,
     shard_runtime,
     writes,
 )
-from schedweb.scheduling.adapter import LoadedState, figures_json
+from schedweb.scheduling.adapter import LoadedState
 from schedweb.scheduling.default_conf import schedweb_default_conf
 from schedweb.scheduling.metrics import QUEUE_FIGURES
 from schedweb.scheduling.models import CycleRun, QueueSample, TaskPlacementScores
@@ -194,7 +195,7 @@ def _run_locked(started: datetime, t0: float, shard: str = "") -> CycleRun:
     incremental.finish(run.pk)
     writes.insert_placement_scores(placement_scores.placement_rows(state, result, run.pk, applied))
     # Flat plugins report only queues holding jobs: parents (and idle leaves) get samples too.
-    samples = complete_samples(_samples(run, result, started), state.snapshot.queues)
+    samples = complete_samples(sample_copy.samples_of(result, run.pk, started), state.snapshot.queues)
     _keep_samples(run.pk, samples, writes.insert_samples(samples, previous))
     t3 = time.perf_counter()
     run.write_seconds, run.duration_seconds = t3 - t2, t3 - t0
@@ -288,20 +289,9 @@ def _write_jobs(changes: list[writes.JobChange], code_changed: set[int], same_co
     return len(changes) - len(applied)
 
 
-def _keep_samples(cycle_id: int, samples: list[QueueSample], stored: list[dict[str, object]]) -> None:
+def _keep_samples(cycle_id: int, samples: list[sample_copy.Sample], stored: list[dict[str, object]]) -> None:
     """Once committed, the samples as the render of /metrics after the cycle would read them
     back (metrics_queues.KEPT: it then reads no sample row)."""
     rows = [(s.queue, s.share, s.weight, s.overused, *(values[f] for f in QUEUE_FIGURES))
             for s, values in zip(samples, stored, strict=True)]
     transaction.on_commit(lambda: metrics_queues.KEPT.keep(cycle_id, rows))
-
-
-def _samples(run: CycleRun, result: SessionResult, now: datetime) -> list[QueueSample]:
-    samples = []
-    for name in sorted(result.queues):
-        fig = result.queues[name]
-        values = {f: figures_json(getattr(fig, f)) for f in FIGURE_NAMES}
-        samples.append(QueueSample(cycle=run, queue=name, created=now, share=float(fig.share),
-                                   weight=fig.weight, overused=bool(fig.overused),
-                                   explanation=result.explanations.get(name), **values))
-    return samples

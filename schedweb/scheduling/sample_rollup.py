@@ -1,6 +1,6 @@
 """Share history for every queue: samples for the queues the queue plugin did not report.
 
-The cycle writes one QueueSample per queue in `SessionResult.queues`. Hierarchical capacity
+The cycle writes one sample per queue in `SessionResult.queues`. Hierarchical capacity
 reports every queue (parents and the root included); flat `proportion` and `capacity` without
 `enableHierarchy` report only the queues that held jobs in the session, so parents (and idle
 leaves) would have no history. `complete_samples` adds the missing ones at write time, built
@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from scheduler_core.model import QueueInfo
+from schedweb.scheduling.sample_copy import Sample
 
 ROOT = "root"
 SUMMED = ("allocated", "request", "inqueue", "elastic")
@@ -37,18 +38,17 @@ def _canonical(res: Any) -> dict[str, float] | None:
     return None if res is None else {k: v for k, v in res.to_canonical().items() if v}
 
 
-def complete_samples(samples: list[Any], queues: Mapping[str, QueueInfo]) -> list[Any]:
-    """`samples` (QueueSample objects of one cycle) plus one for every queue of `queues` (the
-    session's snapshot queues, "root" excluded) that has none; the new ones copy cycle, created."""
+def complete_samples(samples: list[Sample], queues: Mapping[str, QueueInfo]) -> list[Sample]:
+    """`samples` (sample_copy.Sample objects of one cycle) plus one for every queue of `queues`
+    (the session's snapshot queues, "root" excluded) that has none; the new ones copy cycle_id,
+    created."""
     if not samples:
         return samples
-    from schedweb.scheduling.models import QueueSample
-
     by_name = {s.queue: s for s in samples}
     first = samples[0]
-    added: list[Any] = []
+    added: list[Sample] = []
 
-    def sample_of(name: str) -> Any:
+    def sample_of(name: str) -> Sample:
         found = by_name.get(name)
         if found is not None:
             return found
@@ -64,10 +64,10 @@ def complete_samples(samples: list[Any], queues: Mapping[str, QueueInfo]) -> lis
                     _add(figures[f], getattr(child, f))
                 _add(deserved, child.deserved)
             explanation = {"plugin": "rollup", "children": sorted(kids)}
-        made = QueueSample(cycle=first.cycle, queue=name, created=first.created, deserved=deserved,
-                           capability=_canonical(info.capability), guarantee=_canonical(info.guarantee),
-                           real_capability=None, share=0.0, weight=info.weight, overused=False,
-                           explanation=explanation, **figures)
+        made = Sample(cycle_id=first.cycle_id, queue=name, created=first.created, deserved=deserved,
+                      capability=_canonical(info.capability), guarantee=_canonical(info.guarantee),
+                      real_capability=None, share=0.0, weight=info.weight, overused=False,
+                      explanation=explanation, **figures)
         by_name[name] = made
         added.append(made)
         return made

@@ -19,6 +19,7 @@ from typing import Any
 from django.db import connection
 
 from schedweb.core.models import Job, Node, NodeShard, Task
+from schedweb.scheduling import sample_copy
 from schedweb.scheduling.models import JobReasonHistory, QueueSample, TaskPlacementScores
 
 # Arbitrary constant key of the leader lock (pg_try_advisory_xact_lock takes a bigint).
@@ -285,65 +286,40 @@ def write_reason_history(changed: Sequence[JobChange], unchanged_ids: Sequence[i
     return len(opened)
 
 
-SAMPLE_COLUMNS = ("cycle_id", "queue", "created", "deserved", "allocated", "request", "inqueue", "elastic",
-                  "capability", "real_capability", "guarantee", "share", "weight", "overused", "explanation")
-_SAMPLE_JSON = frozenset({"deserved", "allocated", "request", "inqueue", "elastic", "capability",
-                          "real_capability", "guarantee", "explanation"})
+SAMPLE_LINES_PER_WRITE = 128
 
 
-def _json_text(value: object) -> str | None:
-    return None if value is None else json.dumps(value)
+def insert_samples(samples: Sequence[Any], previous_cycle_id: int | None) -> list[dict[str, object]]:
+    """Insert this cycle's queue samples (sample_copy.Sample or QueueSample objects); only the
+    latest keep `explanation`. Returns each sample's JSON columns as the database gives them
+    back (decoded from the text written).
 
-
-# (queue, column) -> (the value decoded from its text, the text) of the last sample written:
-# most of a steady cycle's figures and explanations equal the previous cycle's, and comparing
-# is cheaper than dumping their floats again. The decoded copy, not the caller's object: a
-# plugin may keep an explanation across cycles and change it in place.
-_sample_texts: dict[tuple[str, str], tuple[object, str | None]] = {}
-SAMPLE_TEXTS_MAX = 100_000
-
-
-def _sample_text(queue: str, column: str, value: object) -> tuple[object, str | None]:
-    """(the value decoded from its text, the text)."""
-    key = (queue, column)
-    kept = _sample_texts.get(key)
-    if kept is not None and kept[0] == value:
-        return kept
-    if len(_sample_texts) >= SAMPLE_TEXTS_MAX:
-        _sample_texts.clear()
-    text = _json_text(value)
-    kept = _sample_texts[key] = (None if text is None else json.loads(text), text)
-    return kept
-
-
-def insert_samples(samples: list[QueueSample], previous_cycle_id: int | None) -> list[dict[str, object]]:
-    """Insert this cycle's queue samples; only the latest keep `explanation`. Returns each
-    sample's JSON columns as the database gives them back (decoded from the text written).
-
-    PostgreSQL: one COPY (explanations are kilobytes each: no statement to parse and plan);
-    SQLite: a multi-row INSERT.
+    PostgreSQL: one COPY of text kept per queue while its values hold (sample_copy: no model
+    instance, no driver formatting of an unchanged row); SQLite: a multi-row INSERT.
     """
     if previous_cycle_id is not None:
         QueueSample.objects.filter(cycle_id=previous_cycle_id, explanation__isnull=False).update(
             explanation=None)
     if not is_postgres():
-        QueueSample.objects.bulk_create(samples, batch_size=1000)
+        QueueSample.objects.bulk_create([s if isinstance(s, QueueSample) else QueueSample(**s.fields())
+                                         for s in samples], batch_size=1000)
         return [{name: None if (value := getattr(sample, name)) is None else json.loads(json.dumps(value))
-                 for name in _SAMPLE_JSON} for sample in samples]
-    getters = [(name, name in _SAMPLE_JSON) for name in SAMPLE_COLUMNS]
+                 for name in sample_copy.JSON_COLUMNS} for sample in samples]
     stored: list[dict[str, object]] = []
+    if not samples:
+        return stored
+    columns = ", ".join(sample_copy.SAMPLE_COLUMNS)
+    lines: list[str] = []
     with connection.cursor() as cursor, cursor.copy(
-            f"COPY {QueueSample._meta.db_table} ({', '.join(SAMPLE_COLUMNS)}) FROM STDIN") as copy:
-        for sample in samples:
-            queue, decoded, row = sample.queue, {}, []
-            for name, is_json in getters:
-                if is_json:
-                    decoded[name], text = _sample_text(queue, name, getattr(sample, name))
-                    row.append(text)
-                else:
-                    row.append(getattr(sample, name))
-            copy.write_row(row)
+            f"COPY {QueueSample._meta.db_table} ({columns}) FROM STDIN") as copy:
+        for line, decoded in sample_copy.copy_lines(list(samples)):
+            lines.append(line)
             stored.append(decoded)
+            if len(lines) == SAMPLE_LINES_PER_WRITE:  # the server parses them while we go on
+                copy.write("".join(lines))
+                lines.clear()
+        if lines:
+            copy.write("".join(lines))
     return stored
 
 
