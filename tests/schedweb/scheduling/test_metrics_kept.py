@@ -11,6 +11,7 @@ from dataclasses import replace
 from datetime import timedelta
 
 import pytest
+from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -177,8 +178,6 @@ def test_the_body_after_cycles_and_outside_writes_is_a_fresh_render(fresh, setti
 
 
 def test_a_render_inside_a_transaction_keeps_nothing(fresh):
-    from django.db import transaction
-
     make_cluster(nodes=1)
     job_submit(namespace="ns", name="a", queue="q", tasks=[{"name": "t", "request": {"cpu": "16"}}])
     cycle_run()
@@ -226,11 +225,13 @@ def test_the_kept_counts_never_warn_of_a_difference(fresh, settings, caplog):
     services.queue_create(name="leaf", parent="parent")
     rng = random.Random(7)
     writes = Writes(rng)
+    now = timezone.now()
     for step in range(12):
         writes.submit()
         getattr(writes, STEPS[step % len(STEPS)])()
-        cycle_run()
-        agent_step(period=2)
+        now += timedelta(seconds=2)
+        cycle_run(now=now)
+        agent_step(now=now, period=2)
     assert not [r for r in caplog.records if r.name.startswith("schedweb.scheduling.metrics")]
     assert metrics_body.refresh() and stored() == live_text()
 
