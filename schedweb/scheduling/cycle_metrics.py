@@ -19,7 +19,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 
 from scheduler_core.model import JobInfo, JobPhase, TaskStatus
@@ -60,20 +60,32 @@ def record_session(run: CycleRun, state: LoadedState, result: SessionResult, app
                    now: datetime) -> None:
     """Everything a successful cycle adds (record_cycle with its waits), its session's preemption
     attempts, and the per-job gauges of the body rendered after it (metrics_jobs)."""
-    task_ms, job_ms = waits(state, result, applied, now)
+    bound = bound_jobs(state, result, applied)
+    task_ms, job_ms = waits(state, result, applied, now, bound)
     record_cycle(run, task_ms, job_ms, preemption_attempts=result.counters.get(PREEMPTION_ATTEMPTS_KEY, 0))
-    metrics_jobs.SERIES.record(run.pk, scheduled_jobs(state, result), result,
-                               bound_jobs(state, result, applied), now.timestamp())
+    # The rows are the context the series judge jobs in: the kept snapshot's own, from one cycle
+    # to the next, unless this instance sees a copy of its own jobs (shard_runtime.own_state).
+    metrics_jobs.SERIES.record(run.pk, state.snapshot.jobs, scheduled(state, result), result, bound,
+                               now.timestamp(), context=state.jobs)
+
+
+def scheduled(state: LoadedState, result: SessionResult) -> Callable[[str, JobInfo], bool]:
+    """Whether a snapshot's job is one this instance still schedules: not stored finished,
+    cancelled or suspended (such a job is loaded only while a task of it holds a node), nor
+    completed by this session, nor another instance's (shard_runtime.own_state leaves their
+    rows out)."""
+    rows, phases = state.jobs, result.job_phase
+
+    def test(uid: str, job: JobInfo) -> bool:
+        row = rows.get(uid)
+        return row is not None and row.phase not in _UNSCHEDULED and phases.get(uid) != COMPLETED
+    return test
 
 
 def scheduled_jobs(state: LoadedState, result: SessionResult) -> list[JobInfo]:
-    """The snapshot's jobs this instance still schedules: not stored finished, cancelled or
-    suspended (such a job is loaded only while a task of it holds a node), nor completed by this
-    session, nor another instance's (shard_runtime.own_state leaves their rows out)."""
-    rows, phases = state.jobs, result.job_phase
-    return [job for uid, job in state.snapshot.jobs.items()
-            if (row := rows.get(uid)) is not None and row.phase not in _UNSCHEDULED
-            and phases.get(uid) != COMPLETED]
+    """The snapshot's jobs this instance still schedules (`scheduled`)."""
+    test = scheduled(state, result)
+    return [job for uid, job in state.snapshot.jobs.items() if test(uid, job)]
 
 
 def record_cycle(run: CycleRun, task_waits_ms: Iterable[float] = (),
@@ -127,13 +139,14 @@ def stages_ms(run: CycleRun) -> dict[str, float]:
 
 
 def waits(state: LoadedState, result: SessionResult, applied: set[int], now: datetime,
-          ) -> tuple[list[float], list[float]]:
+          bound: dict[str, list[str]] | None = None) -> tuple[list[float], list[float]]:
     """(per task bound and written: ms since the task's creation; per job whose first tasks these
     are: ms since the job's creation). Works on the snapshot before or after the session: the
-    tasks bound in this cycle are left out of "started before"."""
+    tasks bound in this cycle are left out of "started before". `bound`: bound_jobs' answer."""
     at = now.timestamp()
     task_ms, job_ms = [], []
-    for job_uid, uids in sorted(bound_jobs(state, result, applied).items()):
+    bound = bound_jobs(state, result, applied) if bound is None else bound
+    for job_uid, uids in sorted(bound.items()):
         job = state.snapshot.jobs.get(job_uid)
         if job is None:
             continue

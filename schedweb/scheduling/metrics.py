@@ -17,6 +17,11 @@ release's name of `volcano_queue_inqueue_*`.
 `describe()` lists the families, so registering the collector runs no query; `collect()` runs
 seven, none of them over the cycle history. /metrics itself serves the body the cycle rendered
 (schedweb.scheduling.metrics_body): one query.
+
+The body the cycle prerenders (`collect_text(shard, kept=True)`) is the same bytes at a cost that
+follows what changed: the pod group, waiting-job and unscheduled-task counts come from the
+counts this process keeps and brings up to date from the change log (metrics_counts), the
+queue families' lines are rewritten only where a figure or count moved (metrics_queues).
 """
 
 from __future__ import annotations
@@ -34,8 +39,15 @@ from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
 from schedweb.core.models import TERMINAL_JOB_PHASES, Job, JobPhase, Queue, Task, TaskStatus
-from schedweb.scheduling import metric_totals, metrics_jobs, metrics_latency, metrics_queues
-from schedweb.scheduling.metrics_text import escape_label_value, exposition
+from schedweb.scheduling import (
+    metric_totals,
+    metrics_counts,
+    metrics_jobs,
+    metrics_latency,
+    metrics_queues,
+    metrics_unscheduled,
+)
+from schedweb.scheduling.metrics_text import exposition
 from schedweb.scheduling.models import CycleRun, QueueSample
 
 QUEUE_FIGURES = ("allocated", "deserved", "request", "capability", "real_capability", "guarantee",
@@ -122,8 +134,9 @@ def _scheduler_families(last: tuple | None, pending: list[tuple[str, int]],
     if last:
         victims.add_metric([], last[3])
     yield victims
-    tasks = GaugeMetricFamily("volcano_unschedule_task_count", "Number of tasks could not be scheduled",
-                              labels=["job_id"])
+    # A series per job (up to METRICS_JOB_SERIES_MAX): lines kept while they hold, as the job gauges'.
+    tasks = metrics_jobs.JobGaugeFamily("volcano_unschedule_task_count",
+                                        "Number of tasks could not be scheduled", labels=["job_id"])
     for namespace, name, n in unscheduled_tasks:
         tasks.add_metric([f"{namespace}/{name}"], n)
     yield tasks
@@ -155,15 +168,24 @@ def collect_families(now: datetime | None) -> tuple[list[Metric], datetime | Non
     return out + _other_families(found, now), found.last[1] if found.last else None
 
 
-def collect_text(shard: str = "") -> tuple[str, datetime | None]:
+def collect_text(shard: str = "", kept: bool = False) -> tuple[str, datetime | None]:
     """(the exposition of every family but the last cycle's age, the newest successful cycle's
     start) of the instance `shard` ("" = unsharded; its cycles only): collect_families' bytes,
     the queue families written by metrics_queues (each queue's lines again only when its sample
-    changed; the samples this process's cycle kept, if it ran the newest one)."""
-    found = _read(shard)
-    text = _queue_text(found.samples, found.pod_groups, found.queue_names)
-    rest = (f for f in _other_families(found, None) if f.name != LAST_CYCLE_AGE)
-    return text + exposition(rest).decode("utf-8"), found.last[1] if found.last else None
+    changed; the samples this process's cycle kept, if it ran the newest one). `kept`: the job
+    counts from this process's kept ones (metrics_counts; PostgreSQL), not counted afresh."""
+    found = _read(shard, kept)
+    out = _queue_parts(found.samples, found.pod_groups, found.queue_names, found.pod_text)
+    last = found.last
+    # The families after the queue ones, the two made of thousands of series written from kept lines.
+    victims, tasks, jobs = _scheduler_families(last, found.pending, [])
+    own = (f for f in _own_gauges(last, found.pending, None) if f.name != LAST_CYCLE_AGE)
+    out += [exposition([victims, tasks]).decode("utf-8"),
+            metrics_unscheduled.series_text(tasks.name, found.unscheduled),
+            exposition([jobs, *metrics_latency.families(metric_totals.read())]).decode("utf-8"),
+            metrics_jobs.families_text(metrics_jobs.SERIES.rows_of(last[0] if last else None)),
+            exposition(own).decode("utf-8")]
+    return "".join(out), last[1] if last else None  # megabytes: copied once
 
 
 @dataclass
@@ -176,6 +198,7 @@ class _Found:
     queue_names: list[str]
     pending: list[tuple[str, int]]
     unscheduled: list[tuple[str, str, int]]
+    pod_text: dict[str, str] | None = None  # the pod group families' lines, when kept
 
 
 # The newest METRICS_JOB_SERIES_MAX waiting jobs with tasks to place and how many: one hash
@@ -198,7 +221,7 @@ def _name_order(names: list[str]) -> list[str]:
         return list(cursor.fetchone()[0] or [])
 
 
-def _read(shard: str | None = None) -> _Found:
+def _read(shard: str | None = None, kept: bool = False) -> _Found:
     # `shard`: the newest cycle of that instance only (its body); None: of any instance.
     runs = CycleRun.objects.filter(skipped=False, errors="")
     last = ((runs if shard is None else runs.filter(shard=shard)).order_by("-id")
@@ -207,6 +230,8 @@ def _read(shard: str | None = None) -> _Found:
     if samples is None:
         samples = list(QueueSample.objects.filter(cycle_id=last[0]).values_list(
             "queue", "share", "weight", "overused", *QUEUE_FIGURES))
+    if kept and connection.vendor == "postgresql":
+        return _read_kept(last, samples)
     queues = dict(Queue.objects.order_by("name").values_list("id", "name"))
     # One scan of the jobs for both the pod groups by queue and phase and the waiting jobs by
     # reason code (each of its own GROUP BY before).
@@ -239,6 +264,22 @@ def _read(shard: str | None = None) -> _Found:
     return _Found(last, samples, pod_groups, list(queues.values()), pending, sorted(newest))
 
 
+_POD_TEXT = metrics_queues.PodGroupText(POD_GROUP_PHASES)
+_code_order: list[tuple[frozenset[str], list[str]]] = []  # (codes, as the database orders them)
+
+
+def _read_kept(last: tuple | None, samples: list[tuple]) -> _Found:
+    """_read's job counts from this process's kept counts (metrics_counts)."""
+    counts = metrics_counts.current()
+    codes = frozenset(counts.codes)
+    if not _code_order or _code_order[0][0] != codes:  # asked only when the set of codes moves
+        _code_order[:] = [(codes, _name_order(list(codes)))]
+    pending = [(code, counts.codes[code]) for code in _code_order[0][1]]
+    pod_text = _POD_TEXT.texts(counts, counts.queues, counts.groups, counts.take_dirty())
+    return _Found(last, samples, {}, [name for _, name in counts.queues], pending,
+                  counts.unscheduled(metrics_jobs.series_max()), pod_text)
+
+
 def _other_families(found: _Found, now: datetime | None) -> list[Metric]:
     """Every family after the queue ones."""
     last = found.last
@@ -258,20 +299,30 @@ def _queue_headers() -> tuple[tuple[str, str], ...]:
 _QUEUE_TEXT = metrics_queues.QueueText(QUEUE_FIGURES, QUEUE_METRICS, UNITS, NOT_SCALARS, LIMIT, SET, ZERO)
 
 
-def _queue_text(samples: list[tuple], pod_groups: dict[tuple[str, str], int], queue_names: list[str]) -> str:
-    """exposition(_queue_families(...)), written directly (metrics_queues)."""
+def _queue_text(samples: list[tuple], pod_groups: dict[tuple[str, str], int], queue_names: list[str],
+                pod_text: dict[str, str] | None = None) -> str:
+    """exposition(_queue_families(...)), written directly (metrics_queues); `pod_text`: the pod
+    group families' lines already written (metrics_queues.PodGroupText), else from `pod_groups`."""
+    return "".join(_queue_parts(samples, pod_groups, queue_names, pod_text))
+
+
+def _queue_parts(samples: list[tuple], pod_groups: dict[tuple[str, str], int], queue_names: list[str],
+                 pod_text: dict[str, str] | None = None) -> list[str]:
+    """_queue_text's parts, in order."""
     lines = _QUEUE_TEXT.samples_text(samples)
-    labels = [f'{{queue_name="{escape_label_value(queue)}"}}' for queue in queue_names]
+    labels = [metrics_queues.label_of(queue) for queue in queue_names] if pod_text is None else []
     counts = {f"volcano_queue_pod_group_{phase}_count": stored for phase, stored in POD_GROUP_PHASES}
     out = []
     for name, header in _queue_headers():
         out.append(header)
         if (stored := counts.get(name)) is None:
             out.append(lines.get(name, ""))
-            continue
-        out.extend(f"{name}{label} {floatToGoString(pod_groups.get((queue, stored), 0))}\n"
-                   for queue, label in zip(queue_names, labels, strict=True))
-    return "".join(out)
+        elif pod_text is not None:
+            out.append(pod_text.get(name, ""))
+        else:
+            out.extend(f"{name}{label} {floatToGoString(pod_groups.get((queue, stored), 0))}\n"
+                       for queue, label in zip(queue_names, labels, strict=True))
+    return out
 
 
 def _own_gauges(last: tuple | None, pending: list[tuple[str, int]], now: datetime | None) -> Iterator[Metric]:

@@ -219,3 +219,16 @@ def test_a_series_line_is_kept_only_while_its_value_holds():
     assert 'volcano_job_share{job_id="a",job_ns="ns"} 0.5\n' in text(moved)
     assert 'volcano_job_share{job_id="b",job_ns="ns"} -0.0\n' in text(moved)
     assert text(first) == reference(first)
+
+
+def test_the_series_text_is_the_families_exposition_and_follows_the_row_objects():
+    from schedweb.scheduling.metrics_jobs import JobRow, families, families_text
+    from schedweb.scheduling.metrics_text import exposition
+
+    rows = [JobRow("ns", 'a"b', "q", 0.25, 100.0, 160.0, 60000.0),
+            JobRow("ns", "b", "q\\x", None, 50.0, None, None)]
+    assert families_text(rows) == exposition(families(rows)).decode()
+    assert families_text([]) == exposition(families([])).decode()
+    signed = [JobRow("ns", 'a"b', "q", -0.0, 100.0, 160.0, 60000.0), rows[1]]  # equal, other text
+    assert families_text(signed) == exposition(families(signed)).decode()
+    assert 'volcano_job_share{job_id="a\\"b",job_ns="ns"} -0.0\n' in families_text(signed)

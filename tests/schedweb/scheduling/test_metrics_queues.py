@@ -147,3 +147,48 @@ def test_pod_groups_and_waiting_reasons_from_one_scan_are_the_two_group_bys():
     waiting = Job.objects.exclude(phase__in=TERMINAL_JOB_PHASES).exclude(reason_code="")
     expected = list(waiting.values_list("reason_code").annotate(n=Count("id")).order_by("reason_code"))
     assert found.pending == expected and len(expected) >= 2
+
+
+def test_a_part_is_written_again_for_a_zero_of_the_other_sign_or_a_copied_figure():
+    text = metrics_queues.QueueText(QUEUE_FIGURES, metrics.QUEUE_METRICS, metrics.UNITS, metrics.NOT_SCALARS,
+                                    metrics.LIMIT, metrics.SET, metrics.ZERO)
+
+    def check(rows):  # each family's lines, as the collector's families write them
+        got = text.samples_text(rows)
+        expected = {f.name: exposition([f]).decode().split("\n", 2)[2] for f in _queue_families(rows, {}, [])
+                    if not f.name.startswith("volcano_queue_pod_group_")}
+        assert {k: v for k, v in got.items() if v} == {k: v for k, v in expected.items() if v}
+        return got
+
+    zero = [row("a", share=0.0, allocated={"cpu": 0.0}), row("b")]
+    check(zero)
+    signed = [row("a", share=-0.0, allocated={"cpu": -0.0}), zero[1]]  # equal values, other texts
+    got = check(signed)
+    assert 'volcano_queue_share{queue_name="a"} -0.0\n' in got["volcano_queue_share"]
+    assert 'allocated_milli_cpu{queue_name="a"} -0.0\n' in got["volcano_queue_allocated_milli_cpu"]
+    moved = [signed[0], row("b", weight=5), row("c")]  # a queue more: every column again
+    assert _queue_text(moved, POD_GROUPS, NAMES) == collector_text(moved)
+    assert _queue_text(signed, POD_GROUPS, NAMES) == collector_text(signed)
+
+
+def test_pod_group_lines_move_with_their_count_only():
+    text = metrics_queues.PodGroupText(metrics.POD_GROUP_PHASES)
+    queues = [(1, "a"), (2, 'we"ird'), (3, "z")]
+    counts = {(1, "Running"): 3, (2, "Pending"): 1, (3, "Completed"): 2, (3, "Cancelled"): 9}
+    names = {pk: name for pk, name in queues}
+
+    def expected():
+        by_name = {(names[pk], phase): n for (pk, phase), n in counts.items()}
+        families = _queue_families([], by_name, [name for _, name in queues])
+        return {f.name: exposition([f]).decode().split("\n", 2)[2] for f in families
+                if f.name.startswith("volcano_queue_pod_group_")}
+
+    source = object()
+    assert text.texts(source, queues, counts, set()) == expected()
+    counts[(1, "Running")] = 4
+    counts.pop((2, "Pending"))
+    assert text.texts(source, queues, counts, {(1, "Running"), (2, "Pending")}) == expected()
+    queues.append((4, "new"))
+    names[4] = "new"
+    counts[(4, "Inqueue")] = 1
+    assert text.texts(source, queues, counts, set()) == expected()  # another queue list: all again
