@@ -123,7 +123,8 @@ def _update_bound(key: int, fields: dict) -> bool:
         cursor = connection.cursor()
     else:  # wrapped as Django wraps its own (error mapping, execute wrappers)
         cursor = connection.make_cursor(psycopg.Cursor(connection.connection))
-    with cursor:
+    # A transaction of its own when the caller has none: SET LOCAL holds only inside one.
+    with transaction.atomic(), cursor:
         if not _lz4:
             cursor.execute("SELECT 'lz4' = ANY(enumvals) FROM pg_settings "
                            "WHERE name = 'default_toast_compression'")
