@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from scheduler_core.job_log import LogReader
+from scheduler_core.framework.kept import OwnJobsReader
 from scheduler_core.model import JobPhase, TaskStatus
 
 if TYPE_CHECKING:
@@ -45,15 +45,15 @@ class ClosePhases:
     and the phase texts of all of them (`values`, the result's job_phase)."""
 
     def __init__(self) -> None:
-        self.reader = LogReader()
+        self.reader = OwnJobsReader()
         self.seen: dict[str, tuple[JobInfo, int, JobPhase, str, int]] = {}
         self.values: dict[str, str] = {}
 
-    def close(self, jobs: dict[str, JobInfo], own: dict[str, JobInfo],
-              placed_here: dict[str, int]) -> dict[str, str]:
-        """Set every own job's phase for this close; returns the phase texts of all own jobs
-        (kept: read-only for the caller)."""
-        changed, log, pos = self.reader.changed(jobs) if own is jobs else (None, None, 0)
+    def close(self, jobs: dict[str, JobInfo], own: dict[str, JobInfo], placed_here: dict[str, int],
+              foreign: frozenset[str] = frozenset()) -> dict[str, str]:
+        """Set every own job's phase for this close (`own`: `jobs` less `foreign`); returns the
+        phase texts of all own jobs (kept: read-only for the caller)."""
+        changed, log, pos = self.reader.changed(jobs, foreign)
         if changed is None:  # a walk: start over (jobs gone leave no trace to follow)
             self.seen, self.values = {}, {}
             visit: Iterable[str] = list(own)

@@ -135,3 +135,31 @@ class _AnyJob:
                     yes.discard(uid)
         self.reader.commit(log, pos)
         return bool(yes)
+
+
+class OwnJobsReader:
+    """A LogReader for answers kept per own job of one scheduler instance (framework.sharding:
+    `ssn.own_jobs` leaves out the jobs other instances place): the uids changed since the last
+    commit plus those whose ownership moved since (the foreign set's difference), or None (walk
+    every own job) where the log is broken."""
+
+    __slots__ = ("reader", "foreign", "_next")
+
+    def __init__(self) -> None:
+        self.reader = LogReader()
+        self.foreign: frozenset[str] = frozenset()
+        self._next = self.foreign
+
+    def changed(self, jobs: dict[str, JobInfo], foreign: frozenset[str]) -> tuple[set[str] | None, Any, int]:
+        """(uids to look at or None, log, position): pass the last two to `commit`."""
+        got, log, pos = self.reader.changed(jobs)
+        if got is not None and foreign is not self.foreign and foreign != self.foreign:
+            got = got | (foreign ^ self.foreign)
+        self._next = foreign
+        return got, log, pos
+
+    def commit(self, log: Any, pos: int) -> None:
+        """The consumer's answers now stand at `pos` and the foreign set last passed."""
+        self.reader.commit(log, pos)
+        self.foreign = self._next
+

@@ -367,7 +367,7 @@ def close_session(ssn: Session) -> SessionResult:
     # (framework.close_phases; a snapshot used once would keep them for nobody).
     keep = ssn.kept is not None and ssn.kept.keeps_answers()
     phases = ssn.kept.part("close_phases", ClosePhases) if keep else ClosePhases()
-    res.job_phase.update(phases.close(ssn.jobs, ssn.own_jobs, placed_here))
+    res.job_phase.update(phases.close(ssn.jobs, ssn.own_jobs, placed_here, ssn.shard.foreign))
     # Bound tasks move to Binding (same node and queue accounting), like Volcano's dispatch.
     for uid in res.binds:
         task = ssn.placed[uid]

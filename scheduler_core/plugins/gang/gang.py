@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from scheduler_core.framework.interface import Plugin, ValidateResult
-from scheduler_core.job_log import LogReader
+from scheduler_core.framework.kept import OwnJobsReader
 from scheduler_core.model import TaskStatus
 from scheduler_core.result import (
     GANG_READY,
@@ -142,7 +142,7 @@ class GangPlugin(Plugin):
         scheduled = PodGroupCondition(SCHEDULED, GANG_READY, "", ssn.now)  # one value, shared
         keep = ssn.kept is not None and ssn.kept.keeps_answers()
         part = ssn.kept.part("gang_close", _KeptClose) if keep else _KeptClose()
-        part.update(ssn.jobs, ssn.own_jobs, self.name)
+        part.update(ssn.jobs, ssn.own_jobs, ssn.shard.foreign, self.name)
         conditions.update(dict.fromkeys(part.ready, scheduled))
         records, seen = ssn.reason_records, part.seen
         for uid in part.waiting:
@@ -159,18 +159,19 @@ class GangPlugin(Plugin):
 
 class _KeptClose:
     """Each own job's _Close as the last close left it, split into ready and waiting uids; brought
-    up to date from the job table's change log (scheduler_core.job_log), else (first close,
-    another table, a sharded session: its own jobs are a subset) by a walk of every own job."""
+    up to date from the job table's change log and the instance's foreign jobs
+    (framework.kept.OwnJobsReader), else (first close, another table) by a walk of every own job."""
 
     def __init__(self) -> None:
-        self.reader = LogReader()
+        self.reader = OwnJobsReader()
         self.seen: dict[str, _Close] = {}
         self.ready: set[str] = set()
         self.waiting: set[str] = set()
 
-    def update(self, jobs: dict[str, JobInfo], own: dict[str, JobInfo], plugin: str) -> None:
+    def update(self, jobs: dict[str, JobInfo], own: dict[str, JobInfo], foreign: frozenset[str],
+               plugin: str) -> None:
         """Work out again the _Close of every job that changed (or all of them on a walk)."""
-        changed, log, pos = self.reader.changed(jobs) if own is jobs else (None, None, 0)
+        changed, log, pos = self.reader.changed(jobs, foreign)
         if changed is None:
             self.seen, self.ready, self.waiting = {}, set(), set()
             visit: Iterable[str] = own
