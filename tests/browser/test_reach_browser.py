@@ -106,9 +106,10 @@ def test_the_queue_tree_keeps_open_branches_across_a_refresh(browser, live_serve
     now = page.evaluate("() => Array.from(document.querySelectorAll('#queue-tree details')).map(d => d.open)")
     assert now == was and page.evaluate(
         "() => document.querySelector('#queue-tree details[data-name=nlp]').open") is True
-    # Bars of the fresh tree got their widths (bars.js ran on the swapped fragment).
-    assert page.evaluate("() => getComputedStyle(document.querySelector('#q-research .bar .alloc'))"
-                         ".getPropertyValue('--w')") != ""
+    # Bars of the fresh tree get their widths (bars.js runs on the swapped fragment at htmx's
+    # load event, which follows the swap's settle: waited for, not read at once).
+    page.wait_for_function("() => getComputedStyle(document.querySelector('#q-research .bar .alloc'))"
+                           ".getPropertyValue('--w') !== ''", timeout=10_000)
     context.close()
 
 
