@@ -135,6 +135,15 @@ class CloseFigures:
         self._entries: dict[tuple[str, str], dict[str, Any]] = {}
         self._used: dict[tuple[str, str], Resource] = {}
         self._rendered: dict[tuple, tuple[str, dict[str, Any]] | None] = {}
+        # The previous session's quota renderings by key (a kept part, framework.kept): at steady
+        # state ~97% of them say the same (the refusing level, its short dimensions and what is
+        # left there), only the chain's figures moved. `_still` tells from the levels' figures
+        # alone whether one does, without formatting anything; the chain is this session's.
+        kept = getattr(ssn, "kept", None)
+        self._renders: KeptRenders | None = (kept.part("reasons.renders", KeptRenders)
+                                             if kept is not None and kept.keeps_answers() else None)
+        if self._renders is not None:
+            self._renders.turn()
 
     def chain(self, queue: str) -> list[str]:
         """root .. queue names whose figures exist (just the queue for flat plugins)."""
@@ -203,33 +212,55 @@ class CloseFigures:
                tuple(sorted(need.scalars.items())))
         if key in self._rendered:
             return self._rendered[key]
-        out = self._rendered[key] = self._render(job, queue, check, limit, need)
+        renders = self._renders
+        if renders is not None:
+            kept = renders.get(key)
+            if kept is not None and self._still(job.queue, queue, check, limit, need, kept):
+                out = (kept.message, {**kept.details, "queue_chain": self.chain_details(job.queue, limit)})
+                self._rendered[key] = out
+                return out
+        out = self._rendered[key] = self._render(job, queue, check, limit, need, key)
         return out
 
-    def _render(self, job: JobInfo, queue: str, check: str, limit: str,
-                need: Resource) -> tuple[str, dict[str, Any]] | None:
+    def _levels(self, leaf: str, queue: str) -> list[str]:
         # The queue that refused first, then the rest of the chain leaf to root (capacity checks
         # every level): the first one still short at close is named.
-        levels = [queue, *(n for n in reversed(self.chain(job.queue)) if n != queue)]
-        for name in levels:
+        return [queue, *(n for n in reversed(self.chain(leaf)) if n != queue)]
+
+    def _still(self, leaf: str, queue: str, check: str, limit: str, need: Resource, kept: KeptRender) -> bool:
+        """Whether `_render` would give `kept`'s message and details again: the same first short
+        level, short in the same dimensions by the same amounts."""
+        for name in self._levels(leaf, queue):
             bound = self.limit_of(name, limit)
             used = self.used(name, check)
             names = _over(used, need, bound)
             if names:
-                return self._quota(job, name, check, limit, names, need, bound, used)
+                return (name == kept.level and names == kept.names
+                        and [max(bound.get(n) - used.get(n), 0.0) for n in names] == kept.left)
+        return False  # stale now: `_render` says so
+
+    def _render(self, job: JobInfo, queue: str, check: str, limit: str,
+                need: Resource, key: tuple | None = None) -> tuple[str, dict[str, Any]] | None:
+        for name in self._levels(job.queue, queue):
+            bound = self.limit_of(name, limit)
+            used = self.used(name, check)
+            names = _over(used, need, bound)
+            if names:
+                return self._quota(job, name, check, limit, names, need, bound, used, key)
         return None
 
     def _quota(self, job: JobInfo, queue: str, check: str, limit: str, names: list[str], need: Resource,
-               bound: Resource, used: Resource) -> tuple[str, dict[str, Any]]:
+               bound: Resource, used: Resource, key: tuple | None = None) -> tuple[str, dict[str, Any]]:
         left = {n: max(bound.get(n) - used.get(n), 0.0) for n in names}
         clauses = [f"insufficient {n} (need {format_dim(n, need.get(n))}, {format_dim(n, left[n])} left)"
                    for n in names]
         message = f"queue {queue} resource quota insufficient: " + ", ".join(clauses)
         details = {"queue": queue, "check": check, "limit_figure": limit,
                    "insufficient": {n: {"need": output_amount(n, need.get(n)),
-                                        "left": output_amount(n, left[n])} for n in names},
-                   "queue_chain": self.chain_details(job.queue, limit)}
-        return message, details
+                                        "left": output_amount(n, left[n])} for n in names}}
+        if key is not None and self._renders is not None:
+            self._renders.put(key, KeptRender(queue, names, [left[n] for n in names], message, details))
+        return message, {**details, "queue_chain": self.chain_details(job.queue, limit)}
 
     def _overused(self, job: JobInfo, queue: str) -> tuple[str, dict[str, Any]]:
         fig = self.figures[queue]
@@ -244,6 +275,50 @@ class CloseFigures:
         # Evictions after allocate skipped the queue brought it back under its share.
         return (f"queue {queue} was at its deserved share when allocate reached the job (now "
                 f"allocated {_listing(names, allocated)} of deserved {_listing(names, deserved)})"), details
+
+
+class KeptRender:
+    """One quota rendering without its chain, and what decided it: the first short level, its
+    short dimensions and what was left in each (`CloseFigures._still` compares them)."""
+
+    __slots__ = ("level", "names", "left", "message", "details", "used")
+
+    def __init__(self, level: str, names: list[str], left: list[float], message: str,
+                 details: dict[str, Any]) -> None:
+        self.level, self.names, self.left = level, names, left
+        self.message, self.details = message, details
+        self.used = 0  # the KeptRenders session that last used it
+
+
+class KeptRenders:
+    """The quota renderings a kept state carries from session to session. A job answered from
+    its kept entry (job_entries) renders nothing, so a rendering outlives the sessions that do
+    not use it; one unused for PRUNE_AFTER sessions is dropped (jobs gone, shapes changed)."""
+
+    PRUNE_AFTER = 32
+
+    def __init__(self) -> None:
+        self.renders: dict[tuple, KeptRender] = {}
+        self.session = 0
+
+    def turn(self) -> None:
+        """A new session (every PRUNE_AFTER sessions, the renderings unused since are dropped)."""
+        self.session += 1
+        if self.session % self.PRUNE_AFTER == 0:
+            oldest = self.session - self.PRUNE_AFTER
+            self.renders = {k: r for k, r in self.renders.items() if r.used > oldest}
+
+    def get(self, key: tuple) -> KeptRender | None:
+        """The kept rendering for the key, marked used in this session."""
+        hit = self.renders.get(key)
+        if hit is not None:
+            hit.used = self.session
+        return hit
+
+    def put(self, key: tuple, render: KeptRender) -> None:
+        """Keep a fresh rendering (it replaces the key's old one)."""
+        render.used = self.session
+        self.renders[key] = render
 
 
 def chain_entry(name: str, fig: Any, limit: str) -> dict[str, Any]:

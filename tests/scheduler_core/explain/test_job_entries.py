@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from scheduler_core.bench.kept_cluster import settle
 from scheduler_core.explain import job_entries, reason_memo
+from scheduler_core.framework.kept import kept_state
 from scheduler_core.model import ClusterSnapshot, TaskStatus
 from scheduler_core.resources import Resource
 from scheduler_core.scheduler import run_session
@@ -177,7 +178,14 @@ def test_moved_quoted_figures_requote_the_kept_answer(monkeypatch):
     monkeypatch.setattr(job_entries.JobEntries, "requoted",
                         lambda self, *a: (calls.append(a[0].job.uid), real(self, *a))[1])
     monkeypatch.setattr(job_entries, "REFRESH_EVERY", 10**6)
+    from scheduler_core.explain import reason_figures
+
+    rendered = []  # the sessions in which a quota refusal was rendered from scratch
+    real_render = reason_figures.CloseFigures._render
+    monkeypatch.setattr(reason_figures.CloseFigures, "_render",
+                        lambda self, *a: (rendered.append(step), real_render(self, *a))[1])
     kept, fresh = cluster(), cluster()
+    kept_state(kept).lasting = True  # kept as the incremental load keeps it: from the first session
     answers = []
     for step in range(4):
         if step == 3:  # one of q2's tasks completes on either copy
@@ -191,6 +199,10 @@ def test_moved_quoted_figures_requote_the_kept_answer(monkeypatch):
         settle(kept)
         settle(fresh)
     assert calls == ["ns/g"]  # only at step 3, only g (busy runs, other is not waiting)
+    # The requote says what the session before said about q1 (same level, same 2 cpu left): the
+    # kept rendering serves, with this session's chain (CloseFigures._still); the fresh copy
+    # renders at every step.
+    assert rendered.count(3) == 1
     chain = {lvl["queue"]: lvl["allocated"]["cpu"] for lvl in answers[3]["details"]["queue_chain"]}
     assert [a["code"] for a in answers] == ["QueueOverCapability"] * 4
     assert chain == {"root": 5.0, "p": 5.0, "q1": 2.0}  # the moved figures are quoted
