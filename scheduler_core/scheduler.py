@@ -47,11 +47,11 @@ def run_session(snapshot: ClusterSnapshot, conf: SchedulerConf | None = None, *,
     load_all()
     with gc_paused():
         started = time.perf_counter()
-        screen(snapshot)
+        state = resolve(snapshot, kept)
+        screen(snapshot, state)
         screened = time.perf_counter() - started
         ssn = open_session(snapshot, conf, record_scores=top_count(record_scores), node_scan=node_scan,
-                           work_budget=work_budget, sharding=sharding, hooks=EXPLAIN,
-                           kept=resolve(snapshot, kept))
+                           work_budget=work_budget, sharding=sharding, hooks=EXPLAIN, kept=state)
         ssn.result.timing["screen_s"] = round(screened, 6)
         for name in conf.actions:
             builder = action_builders.get(name)

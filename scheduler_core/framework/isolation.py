@@ -24,11 +24,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from scheduler_core.framework.work_budget import WorkBudgetExceeded
+from scheduler_core.job_log import LogReader
 from scheduler_core.model import OCCUPYING_STATUSES, TaskStatus
 
 if TYPE_CHECKING:
     from types import TracebackType
 
+    from scheduler_core.framework.kept import KeptState
     from scheduler_core.framework.session import Session
     from scheduler_core.framework.statement import Statement
     from scheduler_core.model import ClusterSnapshot, JobInfo, TaskInfo
@@ -107,15 +109,37 @@ def _same_spec(a: TaskInfo, b: TaskInfo) -> bool:
             and ra.scalars == rb.scalars)
 
 
-def screen(snapshot: ClusterSnapshot) -> dict[str, JobError]:
+class ScreenedJobs:
+    """screen's part of a kept state (framework.kept): where it stands in the job table's change
+    log, and the jobs it set aside last time (looked at again whatever the log says, as a walk
+    would: their malformed tasks are never marked screened)."""
+
+    def __init__(self) -> None:
+        self.reader = LogReader()
+        self.found: set[str] = set()
+
+
+def screen(snapshot: ClusterSnapshot, kept: KeptState | None = None) -> dict[str, JobError]:
     """Set aside every job with a malformed unfinished task; returns what was set aside now.
 
     The shape checks bound every structure (depth, sizes), so a task that passes them is safe for
     the plugins (its sched_key included). Each combination of spec objects is checked once.
+    With a kept state only the jobs the table's change log names (every new task object comes
+    with one: scheduler_core.job_log) and those set aside last time are looked at; a task already
+    screened is skipped either way.
     """
     found: dict[str, JobError] = {}
     checked: dict[tuple[int, ...], JobError | None] = {}
-    for uid, job in snapshot.jobs.items():
+    jobs = snapshot.jobs
+    part = kept.part("isolation.screen", ScreenedJobs) if kept is not None else None
+    changed, log, pos = part.reader.changed(jobs) if part is not None else (None, None, 0)
+    if changed is None:
+        visit: Any = jobs.keys()
+    else:  # in table order, as a walk would go
+        order = getattr(jobs, "order", None)
+        visit = sorted((changed | part.found) & jobs.keys(), key=order.__getitem__ if order else None)
+    for uid in visit:
+        job = jobs[uid]
         if uid in snapshot.set_aside:
             continue
         prev: TaskInfo | None = None
@@ -137,6 +161,10 @@ def screen(snapshot: ClusterSnapshot) -> dict[str, JobError]:
             prev = task
     for uid, problem in found.items():
         set_aside(snapshot, uid, problem)
+    if part is not None:
+        # (set_aside's changes are in the log after `pos`: the next screen looks at them again.)
+        part.reader.commit(log, pos)
+        part.found = set(found)
     return found
 
 

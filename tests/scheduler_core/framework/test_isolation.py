@@ -230,3 +230,39 @@ def test_screen_checks_amounts_and_durations_of_tasks_sharing_spec_objects() -> 
     result = run(snap)
     assert result.job_errors["ns/j"]["field"] == "duration"
     assert result.reasons["ns/j"].code is ReasonCode.InvalidJob
+
+
+
+def test_a_kept_screen_finds_what_a_walk_finds() -> None:
+    """On a kept snapshot the screen looks only at the jobs the job table's change log names and
+    at those it set aside last time; session by session it sets aside what a walk over every job
+    (kept=False) sets aside: a malformed task that holds a node, one added to a screened job, one
+    replacing a screened task."""
+    from scheduler_core.bench.kept_cluster import settle
+    from scheduler_core.framework.kept import kept_state
+
+    def cluster():  # noqa: ANN202
+        return snapshot(nodes=[node("n1", cpu="8")], queues=[queue("q")], jobs=[
+            job("held", queue="q", phase="Running", tasks=[
+                task("h0", cpu="1", status=TaskStatus.RUNNING, node="n1", affinity={"podAntiAffinity": [1]}),
+                task("h1", cpu="1", affinity={"podAntiAffinity": [1]})]),
+            job("good", queue="q", tasks=replicas("g", 2, cpu="1")),
+            job("other", queue="q", tasks=replicas("o", 2, cpu="9"))])
+
+    kept, walked = cluster(), cluster()
+    kept_state(kept).lasting = True
+    errors = []
+    for step in range(4):
+        for snap in (kept, walked):
+            if step == 2:  # a malformed task joins the screened job `good`
+                snap.jobs["ns/good"].add_task(task("g-bad", cpu="1", affinity="x"))
+            if step == 3:  # a screened waiting task is replaced by a malformed one
+                other = snap.jobs["ns/other"]
+                other.replace_task(other.tasks["ns/o-0"], task("o-0", cpu="9", duration=float("inf")))
+        got = run_session(kept)
+        want = run_session(walked, kept=False)
+        assert got.job_errors == want.job_errors, step
+        errors.append(sorted(got.job_errors))
+        settle(kept)
+        settle(walked)
+    assert errors == [["ns/held"], [], ["ns/good"], ["ns/other"]]
