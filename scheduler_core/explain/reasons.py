@@ -19,6 +19,7 @@ details are output units rounded to what the unit needs (reason_figures.output_a
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from scheduler_core.framework.records import (  # noqa: F401  (re-exported: explain's readers import them here)
@@ -32,6 +33,7 @@ from scheduler_core.framework.records import (  # noqa: F401  (re-exported: expl
     gang_message,
     insufficient_message,
 )
+from scheduler_core.framework.waiting_jobs import waiting_jobs
 from scheduler_core.model import JobPhase, QueueState, TaskStatus
 
 if TYPE_CHECKING:
@@ -312,7 +314,15 @@ def build_reasons(ssn: Session) -> dict[str, Reason]:
     out: dict[str, Reason] = {}
     close = CloseState(ssn, memo=reason_memo.enabled)
     waiting = (TaskStatus.PENDING, TaskStatus.PIPELINED, TaskStatus.ALLOCATED)
-    for uid in sorted(ssn.own_jobs):
+    # With a kept state, the jobs with an unbound task come from its index (framework.waiting_jobs),
+    # with the set-aside ones (answered whatever their tasks), instead of a walk of every job.
+    index = waiting_jobs(ssn)
+    if index is None:
+        visit: Iterable[str] = sorted(ssn.own_jobs)
+    else:
+        own = ssn.own_jobs
+        visit = sorted(index.unbound.union(uid for uid in ssn.quarantined if uid in own))
+    for uid in visit:
         job = ssn.jobs[uid]
         if uid not in ssn.quarantined:
             idx = job.task_status_index

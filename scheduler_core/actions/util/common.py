@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from scheduler_core.framework.records import ReasonCode, refusal
+from scheduler_core.framework.waiting_jobs import waiting_jobs
 from scheduler_core.model import JobPhase, QueueState, TaskStatus
 from scheduler_core.plugins.util.queue_attr import format_dim
 
@@ -29,12 +30,16 @@ def active_jobs(ssn: Session, include_pending: bool = False,
     do nothing, and most of a steady cluster's jobs run).
 
     Set-aside jobs (`ssn.quarantined`) are never valid (`Session.job_valid`, memoised per
-    session and job state: backfill reuses allocate's answers).
+    session and job state: backfill reuses allocate's answers). With a kept state the jobs with
+    a Pending task come from its index (framework.waiting_jobs), not from a walk of every job.
     """
     out = []
     queues, quarantined, pending = ssn.queues, ssn.quarantined, JobPhase.PENDING
     task_pending = TaskStatus.PENDING
-    for uid, job in ssn.own_jobs.items():
+    index = waiting_jobs(ssn) if with_pending_tasks else None
+    candidates = ssn.own_jobs.values() if index is None else index.in_order(ssn, index.pending)
+    for job in candidates:
+        uid = job.uid
         if job.phase is pending and not include_pending:
             continue
         if with_pending_tasks and not job.task_status_index.get(task_pending):
