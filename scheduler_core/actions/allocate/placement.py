@@ -126,7 +126,7 @@ class ClassState:
 
     __slots__ = ("ssn", "table", "task", "dynamic", "local", "ok", "counts", "idle_fit", "future_fit",
                  "scores", "best_idle", "best_future", "synced", "vec", "cols", "never", "unverified",
-                 "need", "runs", "run_verified", "windowed", "kept")
+                 "need", "runs", "run_verified", "windowed", "kept", "feasible_max")
 
     def __init__(self, ssn: Session, task: TaskInfo, dynamic: bool, log: ChangeLog | None = None) -> None:
         self.ssn = ssn
@@ -190,6 +190,9 @@ class ClassState:
         self.scores = ssn.node_scores(task, cand) if cand.any() else np.zeros(len(table))
         self.best_idle = np.where(cand & self.idle_fit, self.scores, _NEG)
         self.best_future = np.where(cand & ~self.idle_fit, self.scores, _NEG)
+        # At least the feasible rows' count: placements only take rows away (a released row
+        # adds one back), so a class with no more than the search limit K skips the window.
+        self.feasible_max = int(np.count_nonzero(cand))
 
     def catch_up(self, log: ChangeLog) -> None:
         """Apply the rows changed since the last call (a full refresh when many did)."""
@@ -257,6 +260,8 @@ class ClassState:
                 mask = np.zeros(len(table), dtype=bool)
                 mask[rows] = True
                 self.scores[rows] = ssn.node_scores(task, mask)[rows]
+        if released:
+            self.feasible_max += len(idx)
         s = self.scores[idx]
         self.best_idle[idx] = np.where(cand & idle_fit, s, _NEG)
         self.best_future[idx] = np.where(cand & ~idle_fit, s, _NEG)

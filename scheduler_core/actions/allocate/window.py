@@ -27,7 +27,12 @@ _NEG = -np.inf
 def best_in_window(state: ClassState, search: FeasibleSearch) -> tuple[int, bool] | None:
     """(row, pipelined) of the best kept row, or None when no row is feasible."""
     while True:
-        got = search.window((state.best_idle > _NEG) | (state.best_future > _NEG))
+        if state.feasible_max <= search.k:
+            got = None  # K or fewer rows can be feasible: what the window would find
+        else:
+            feasible = (state.best_idle > _NEG) | (state.best_future > _NEG)
+            state.feasible_max = int(np.count_nonzero(feasible))
+            got = search.window(feasible)
         if got is None:
             search.advance(None)  # K or fewer feasible rows: the scan went all the way round
             return state.best_all()
