@@ -137,6 +137,10 @@ class KeptEntries:
         self.entries: dict[str, JobEntry] = {}
         self.conf: Any = None
         self.nodes: tuple | None = None
+        # The last session's queue keys: an equal one is handed out as that very object, so the
+        # entries that hold it compare by identity (a tuple of tuples compared item by item
+        # otherwise, for every job of the queue).
+        self.queue_keys: dict[tuple[str, bool], tuple] = {}
 
 
 class JobEntries:
@@ -188,7 +192,12 @@ class JobEntries:
         hit = self._queue_keys.get(key)
         if hit is None:
             chain = tuple(self._level_key(n, quotes) for n in self.figures.chain(queue.name))
-            hit = self._queue_keys[key] = (queue.state, chain)
+            hit = (queue.state, chain)
+            if self.kept is not None:
+                before = self.kept.queue_keys.get(key)
+                if before is not None and before == hit:
+                    hit = before
+            self._queue_keys[key] = hit
         return hit
 
     def _level_key(self, name: str, quotes: bool) -> tuple:
@@ -278,3 +287,4 @@ class JobEntries:
         """Carry this session's entries (jobs gone or answered otherwise are dropped)."""
         if self.kept is not None:
             self.kept.entries = self.current
+            self.kept.queue_keys = self._queue_keys
