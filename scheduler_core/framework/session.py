@@ -187,6 +187,32 @@ class Session(SessionOperations, CallbackRegistry):
             self._pred_cache[key] = res
         return res
 
+    def predicate_rows(self, task: TaskInfo, rows: np.ndarray | int) -> np.ndarray | bool:
+        """`predicate(task).ok_mask[rows]`, the same answer and the same work charged, without
+        combining every predicate's masks over the whole table (allocate re-verifies a few rows
+        after each placement)."""
+        entries = self._flat("predicate")
+        if all(static for _, (_, static) in entries):
+            return self.predicate(task).ok_mask[rows]  # cached per sched_key after the first ask
+        table = self.node_table
+        self.work.charge_task(task, len(table))
+        key = task.sched_key
+        ok = np.ones(len(rows), dtype=bool) if isinstance(rows, np.ndarray) else True
+        shard_failure = self.shard.failure
+        if shard_failure is not None:
+            ok = ok & ~shard_failure[1][rows]
+        for name, (fn, static) in entries:
+            if static:
+                masks = self._static_pred.get((name, key))
+                if masks is None:
+                    masks = list(fn(task, table))
+                    self._static_pred[(name, key)] = masks
+            else:
+                masks = fn(task, table)
+            for _, mask in masks:
+                ok = ok & ~mask[rows]
+        return ok
+
     def node_scores(self, task: TaskInfo, mask: np.ndarray) -> np.ndarray:
         """Sum of the enabled node-order and batch-node-order scores (one float per row).
 

@@ -243,7 +243,7 @@ class ClassState:
         ssn, table, task = self.ssn, self.table, self.task
         if self.dynamic and released:
             # A row that lost a task may pass again: ask now.
-            self.ok[idx] = ssn.predicate(task).ok_mask[idx]
+            self.ok[idx] = ssn.predicate_rows(task, idx)
             self.unverified.difference_update(idx.tolist())
         elif self.dynamic:
             self.unverified.update(idx[self.ok[idx]].tolist())
@@ -364,7 +364,7 @@ class ClassState:
         first with all k placed: a pass also verifies the row for the class's next task."""
         def passes(j: int) -> bool:
             self.table.set_cells(r, cols, *states[j - 1])
-            return bool(self.ssn.predicate(self.task).ok_mask[r])
+            return bool(self.ssn.predicate_rows(self.task, r))
 
         if passes(k):
             self.run_verified = k
@@ -387,9 +387,8 @@ class ClassState:
 
     def verify(self, r: int) -> bool:
         """Ask the predicates again for every unverified row; True when row r still passes."""
-        ok = self.ssn.predicate(self.task).ok_mask
         rows = np.fromiter(self.unverified, dtype=np.intp, count=len(self.unverified))
-        bad = rows[~ok[rows]]
+        bad = rows[~self.ssn.predicate_rows(self.task, rows)]
         self.ok[bad] = False
         self.best_idle[bad] = _NEG
         self.best_future[bad] = _NEG

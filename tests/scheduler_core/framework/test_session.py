@@ -66,6 +66,28 @@ def test_predicate_blames_first_failure_and_caches_static():
         res.ok_mask[0] = True  # shared cached arrays are read-only
 
 
+def test_predicate_rows_answers_as_the_whole_table_and_charges_the_same():
+    # A static and a dynamic predicate over three nodes: each subset of rows (and each single
+    # row) gets predicate(task).ok_mask's answer, with one charge per ask, as predicate's.
+    def make():  # noqa: ANN202
+        ssn = session()
+        ssn.add_predicate_fn("predicates", lambda t, tb: [("unschedulable", np.array([True, False, False]))],
+                             static=True)
+        ssn.add_predicate_fn("nodeorder", lambda t, tb: [("Too many pods", np.array([False, False, True]))])
+        return ssn
+
+    whole, rows = make(), make()
+    t = task("a")
+    want = whole.predicate(t).ok_mask
+    for idx in ([0, 1, 2], [2, 1], [1], []):
+        got = rows.predicate_rows(t, np.array(idx, dtype=np.intp))
+        assert got.tolist() == want[idx].tolist()
+    assert [bool(rows.predicate_rows(t, r)) for r in range(3)] == want.tolist()
+    for _ in range(6):  # as many asks as predicate_rows had (7, with `want`)
+        whole.predicate(t)
+    assert rows.work.total == whole.work.total == 7 * 3
+
+
 def test_predicate_switch_off_and_all_static_cache():
     ssn = session(tiers=[[{"name": "predicates", "enablePredicate": False}, "nodeorder"]])
     ssn.add_predicate_fn("predicates", lambda t, tb: [("no", np.array([True, True, True]))], static=True)
