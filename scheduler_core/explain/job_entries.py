@@ -206,7 +206,8 @@ class JobEntries:
         hit = self._level_keys.get(key)
         if hit is None:
             fig = self.figures.figures[name]
-            hit = (name, *(resource_key(getattr(fig, f)) for f in (_QUOTED if quotes else _BOUNDS)))
+            figure_key = self.figures.figure_key
+            hit = (name, *(figure_key(name, f) for f in (_QUOTED if quotes else _BOUNDS)))
             if quotes:
                 hit = (*hit, fig.share, fig.weight, fig.overused)
             self._level_keys[key] = hit

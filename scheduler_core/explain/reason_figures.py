@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+from scheduler_core.explain.reason_memo import resource_key
 from scheduler_core.framework.records import refusal  # noqa: F401  (re-exported)
 from scheduler_core.model import TaskStatus
 from scheduler_core.plugins.util.queue_attr import format_dim, over_dimensions
@@ -133,6 +134,7 @@ class CloseFigures:
         # Per session, shared read-only by every reason that quotes them: siblings share their
         # ancestors' chain entries, and jobs of one shape in one queue one rendering.
         self._entries: dict[tuple[str, str], dict[str, Any]] = {}
+        self._fig_keys: dict[str, dict[str, Any]] = {}  # per queue: figure -> resource_key
         self._used: dict[tuple[str, str], Resource] = {}
         self._rendered: dict[tuple, tuple[str, dict[str, Any]] | None] = {}
         # The previous session's quota renderings by key (a kept part, framework.kept): at steady
@@ -167,11 +169,31 @@ class CloseFigures:
             hit = self._details[key] = [self._entry(name, limit) for name in self.chain(queue)]
         return hit
 
+    def figure_key(self, name: str, figure: str) -> Any:
+        """`resource_key` of one figure of a queue at close, once per session (the kept answers'
+        comparisons and the chain entries read the same figures)."""
+        keys = self._fig_keys.get(name)
+        if keys is None:
+            keys = self._fig_keys[name] = {}
+        hit = keys.get(figure, _MISSING)
+        if hit is _MISSING:
+            hit = keys[figure] = resource_key(getattr(self.figures[name], figure))
+        return hit
+
     def _entry(self, name: str, limit: str) -> dict[str, Any]:
         key = (name, limit)
         hit = self._entries.get(key)
         if hit is None:
-            hit = self._entries[key] = chain_entry(name, self.figures[name], limit)
+            renders = self._renders
+            if renders is None:
+                hit = chain_entry(name, self.figures[name], limit)
+            else:  # the last session's entry while the figures it shows are the same
+                sig = tuple(self.figure_key(name, f) for f in CHAIN_FIGURES)
+                kept = renders.chains_before.get(key)
+                hit = kept[1] if kept is not None and kept[0] == sig else \
+                    chain_entry(name, self.figures[name], limit)
+                renders.chains[key] = (sig, hit)
+            self._entries[key] = hit
         return hit
 
     def used(self, name: str, check: str) -> Resource:
@@ -300,10 +322,15 @@ class KeptRenders:
     def __init__(self) -> None:
         self.renders: dict[tuple, KeptRender] = {}
         self.session = 0
+        # Chain entries by (queue, limit) with the figures they show (CHAIN_FIGURES' keys): this
+        # session's and the last one's.
+        self.chains: dict[tuple[str, str], tuple[tuple, dict[str, Any]]] = {}
+        self.chains_before: dict[tuple[str, str], tuple[tuple, dict[str, Any]]] = {}
 
     def turn(self) -> None:
         """A new session (every PRUNE_AFTER sessions, the renderings unused since are dropped)."""
         self.session += 1
+        self.chains_before, self.chains = self.chains, {}
         if self.session % self.PRUNE_AFTER == 0:
             oldest = self.session - self.PRUNE_AFTER
             self.renders = {k: r for k, r in self.renders.items() if r.used > oldest}
@@ -319,6 +346,11 @@ class KeptRenders:
         """Keep a fresh rendering (it replaces the key's old one)."""
         render.used = self.session
         self.renders[key] = render
+
+
+# What a chain entry shows (its headroom is of one of them, the limit, less allocated).
+CHAIN_FIGURES = ("deserved", "allocated", "capability", "real_capability", "inqueue")
+_MISSING = object()
 
 
 def chain_entry(name: str, fig: Any, limit: str) -> dict[str, Any]:
