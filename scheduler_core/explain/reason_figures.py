@@ -29,7 +29,6 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from scheduler_core.explain.reason_memo import resource_key
 from scheduler_core.framework.records import refusal  # noqa: F401  (re-exported)
 from scheduler_core.model import TaskStatus
 from scheduler_core.plugins.util.queue_attr import format_dim, over_dimensions
@@ -43,6 +42,13 @@ if TYPE_CHECKING:
 GIB = 2**30
 # Without a queue plugin, allocate's figure (never reached: no plugin records a refusal then).
 DEFAULT_LIMIT = "deserved"
+
+
+def resource_key(res: Resource | None) -> Any:
+    """A Resource's amounts as a tuple (None stays None)."""
+    if res is None:
+        return None
+    return ("R", res.milli_cpu, res.memory, tuple(sorted(res.scalars.items())))
 
 
 def output_amount(name: str, stored: float) -> float:

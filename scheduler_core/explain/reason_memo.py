@@ -26,6 +26,7 @@ from __future__ import annotations
 import weakref
 from typing import TYPE_CHECKING, Any
 
+from scheduler_core.explain.reason_figures import gang_need, resource_key
 from scheduler_core.framework.records import RENDERED_KEYS
 from scheduler_core.model import QueueState
 from scheduler_core.resources import Resource
@@ -56,13 +57,6 @@ def freeze(value: Any) -> Any:
     if isinstance(code, str):  # enums (reason codes, phases)
         return ("e", code)
     return ("r", repr(value))
-
-
-def resource_key(res: Resource | None) -> Any:
-    """A Resource's amounts as a tuple (None stays None)."""
-    if res is None:
-        return None
-    return ("R", res.milli_cpu, res.memory, tuple(sorted(res.scalars.items())))
 
 
 class ReasonMemo:
@@ -128,8 +122,6 @@ class ReasonMemo:
         counts = tuple(sorted((str(s), len(b)) for s, b in job.task_status_index.items() if b))
         gang = None
         if needs_gang:
-            from scheduler_core.explain.reason_figures import gang_need
-
             gang = resource_key(gang_need(job))
         return (job.phase, job.min_available, len(job.tasks), counts, unbound, job.ready_task_num(),
                 needs_gang, gang)

@@ -191,16 +191,25 @@ class Session(SessionOperations, CallbackRegistry):
         """`predicate(task).ok_mask[rows]`, the same answer and the same work charged, without
         combining every predicate's masks over the whole table (allocate re-verifies a few rows
         after each placement)."""
-        entries = self._flat("predicate")
-        if all(static for _, (_, static) in entries):
+        if all(static for _, (_, static) in self._flat("predicate")):
             return self.predicate(task).ok_mask[rows]  # cached per sched_key after the first ask
+        ok = np.ones(len(rows), dtype=bool) if isinstance(rows, np.ndarray) else True
+        for _, mask, _ in self.predicate_sequence(task):
+            ok = ok & ~mask[rows]
+        return ok
+
+    def predicate_sequence(self, task: TaskInfo) -> list[tuple[str, np.ndarray, bool]]:
+        """What `predicate` combines, in its order, the work charged as it charges it: (reason,
+        failing rows, listed even when it blames no row: the hard shard's) per mask. A row is
+        blamed on the first mask that fails it; a mask that blames no row is not listed."""
+        entries = self._flat("predicate")
         table = self.node_table
         self.work.charge_task(task, len(table))
         key = task.sched_key
-        ok = np.ones(len(rows), dtype=bool) if isinstance(rows, np.ndarray) else True
+        out: list[tuple[str, np.ndarray, bool]] = []
         shard_failure = self.shard.failure
         if shard_failure is not None:
-            ok = ok & ~shard_failure[1][rows]
+            out.append((shard_failure[0], shard_failure[1], True))
         for name, (fn, static) in entries:
             if static:
                 masks = self._static_pred.get((name, key))
@@ -209,9 +218,8 @@ class Session(SessionOperations, CallbackRegistry):
                     self._static_pred[(name, key)] = masks
             else:
                 masks = fn(task, table)
-            for _, mask in masks:
-                ok = ok & ~mask[rows]
-        return ok
+            out.extend((reason, mask, False) for reason, mask in masks)
+        return out
 
     def node_scores(self, task: TaskInfo, mask: np.ndarray) -> np.ndarray:
         """Sum of the enabled node-order and batch-node-order scores (one float per row).

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from scheduler_core.actions.allocate.blame import Blame, combine
 from scheduler_core.actions.allocate.window import best_in_window
 from scheduler_core.framework.records import FitErrors
 from scheduler_core.resources import MIN_RESOURCE
@@ -126,7 +127,8 @@ class ClassState:
 
     __slots__ = ("ssn", "table", "task", "dynamic", "local", "ok", "counts", "idle_fit", "future_fit",
                  "scores", "best_idle", "best_future", "synced", "vec", "cols", "never", "unverified",
-                 "need", "runs", "run_verified", "windowed", "kept", "feasible_max")
+                 "need", "runs", "run_verified", "windowed", "kept", "feasible_max", "pred", "blame",
+                 "touched")
 
     def __init__(self, ssn: Session, task: TaskInfo, dynamic: bool, log: ChangeLog | None = None) -> None:
         self.ssn = ssn
@@ -147,6 +149,9 @@ class ClassState:
         # window: (kept rows, their idle-fit scores, their future-only scores), else None.
         self.windowed = False
         self.kept: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        # Rows changed since the last full predicate (dynamic classes): their blame is asked
+        # again when the class's fit errors are (blame.Blame, built from `pred` when first needed).
+        self.touched: set[int] = set()
         self._request()
         self.refresh()
 
@@ -180,7 +185,9 @@ class ClassState:
     def refresh(self) -> None:
         """Recompute everything over all rows."""
         ssn, table, task = self.ssn, self.table, self.task
-        pred = ssn.predicate(task)
+        pred = self.pred = ssn.predicate(task)
+        self.blame: Blame | None = None
+        self.touched.clear()
         self.ok = pred.ok_mask.copy()
         self.counts = pred.counts()
         self.unverified.clear()
@@ -208,6 +215,8 @@ class ClassState:
             return
         rows = log.changed_since(start, len(self.table))
         released = log.last_released >= start
+        if self.dynamic:
+            self.touched.update(rows.tolist())  # rejected rows too: which predicate blames them may move
         if not released:
             # Only placements: a row this class's predicates reject stays rejected (see the
             # module's assumptions), so its fit and score are never read again: skip it.
@@ -220,6 +229,8 @@ class ClassState:
 
     def row_changed(self, r: int) -> None:
         """One row got a task (the common case): scalar updates only."""
+        if self.dynamic:
+            self.touched.add(r)
         if not self.ok[r]:
             return  # rejected by the predicates, and a placement never makes it pass
         ssn, table, task = self.ssn, self.table, self.task
@@ -396,9 +407,21 @@ class ClassState:
         return bool(self.ok[r])
 
     def errors(self) -> FitErrors:
-        """Fit errors of the class as it stands (no row fits)."""
+        """Fit errors of the class as it stands (no row fits). With dynamic predicates, the
+        rows changed since the last full predicate are asked again (blame.Blame)."""
         if self.dynamic:
-            pred = self.ssn.predicate(self.task)
-            self.ok, self.counts = pred.ok_mask.copy(), pred.counts()
+            seq = self.ssn.predicate_sequence(self.task)
+            if self.blame is None:
+                self.blame = Blame(self.pred, len(self.table))
+            rows = np.fromiter(self.touched, dtype=np.intp, count=len(self.touched))
+            got = self.blame.update(seq, rows)
+            if got is None:
+                pred = self.pred = combine(seq, len(self.table))
+                self.blame = None
+                self.ok, self.counts = pred.ok_mask.copy(), pred.counts()
+            else:
+                self.ok[rows] = got[0]
+                self.counts = got[1]
+            self.touched.clear()
         return fit_errors(self.ssn, self.task, self.ok, self.counts)
 

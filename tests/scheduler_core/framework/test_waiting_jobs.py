@@ -44,5 +44,6 @@ def test_the_kept_index_equals_a_walk_after_any_changes(spec, which, changes):
         run_session(snap, CONFS[which])
         index, ssn = _index(snap)  # after it: placements, phases
         assert (index.pending, index.unbound) == _walk(snap), (step, op)
-        assert [j.uid for j in index.in_order(ssn, index.unbound)] == [u for u in snap.jobs if u in index.unbound]
+        in_order = [j.uid for j in index.in_order(ssn, index.unbound)]
+        assert in_order == [u for u in snap.jobs if u in index.unbound]
         settle(snap)
