@@ -13,12 +13,13 @@ NotEnqueued with the numbers). Job enqueued: inqueue += min_req.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from scheduler_core.framework.interface import Plugin
 from scheduler_core.framework.records import ReasonCode, format_amount
 from scheduler_core.model import ALLOCATED_STATUSES, JobPhase
-from scheduler_core.plugins.util.job_figures import job_values
+from scheduler_core.plugins.util.job_figures import ABSENT, Follower, JobValues, values_holder
 from scheduler_core.plugins.util.votes import PERMIT, REJECT
 from scheduler_core.resources import Resource, exceeded_part
 
@@ -63,6 +64,76 @@ def job_inqueue_reservation(job: JobInfo) -> Resource | None:
     return None
 
 
+_EXACT = float(2 ** 53)
+
+
+def _exact(r: Resource) -> bool:
+    """Every value a whole number in [0, 2**53): sums of such are exact in any order."""
+    for v in (r.milli_cpu, r.memory, *r.scalars.values()):
+        if v < 0 or v >= _EXACT or not v.is_integer():
+            return False
+    return True
+
+
+def _sum(held: Iterable[Resource | None]) -> tuple[Resource, dict[str, int], bool]:
+    """The reservations summed in order (what a fresh open adds up), how many hold each scalar,
+    and whether every one and the sum are exact."""
+    total, counts, exact = Resource.empty(), {}, True
+    for r in held:
+        if r is not None:
+            total.add(r)
+            for name in r.scalars:
+                counts[name] = counts.get(name, 0) + 1
+            exact = exact and _exact(r)
+    return total, counts, exact and _exact(total)
+
+
+class _KeptPool:
+    """overcommit's part of the KeptState: the inqueue pool as of the last open, moved by the
+    reservations of the jobs a JobValues call changed (old out, new in). Exact while every
+    reservation and the sum are whole numbers below 2**53 and none negative (else summed again in
+    job order); a scalar leaves the sum with its last holder, as a fresh sum lacks it."""
+
+    def __init__(self) -> None:
+        self.held: Follower[Resource | None, Resource | None] = Follower(_same)
+        self.total = Resource.empty()
+        self.counts: dict[str, int] = {}
+        self.exact = False
+
+    def open(self, holder: JobValues[Resource | None]) -> Resource:
+        """The session's own pool (a copy)."""
+        pairs = self.held.follow(holder)
+        if pairs is None or not self.exact or not self._apply(pairs):
+            self.total, self.counts, self.exact = _sum(self.held.map.values())
+        return self.total.clone()
+
+    def _apply(self, pairs: list[tuple[Any, Any]]) -> bool:
+        total, counts = self.total.clone(), self.counts
+        for old, new in pairs:
+            if old is not ABSENT and old is not None:
+                total.sub_without_assert(old)
+                for name in old.scalars:
+                    left = counts[name] - 1
+                    if left:
+                        counts[name] = left
+                    else:
+                        del counts[name], total.scalars[name]
+            if new is not ABSENT and new is not None:
+                if not _exact(new):
+                    return False
+                total.add(new)
+                for name in new.scalars:
+                    counts[name] = counts.get(name, 0) + 1
+        if not _exact(total):
+            return False
+        self.total = total
+        return True
+
+
+def _same(r: Resource | None) -> Resource | None:
+    return r
+
+
 class OvercommitPlugin(Plugin):
     """Cluster-level enqueue gate with an over-committed idle pool."""
 
@@ -84,11 +155,13 @@ class OvercommitPlugin(Plugin):
         for node in ssn.nodes.values():
             used.add(node.used)
         self.idle_resource = self.total_resource.clone().multi(self.factor).sub_without_assert(used)
-        self.inqueue_resource = Resource.empty()
-        # Per job, kept across sessions (plugins.util.job_figures): only moved jobs are recomputed.
-        for _, _, held in job_values(ssn, "overcommit.inqueue", job_inqueue_reservation).values():
-            if held is not None:
-                self.inqueue_resource.add(held)
+        # Per job, kept across sessions (plugins.util.job_figures): only moved jobs are recomputed,
+        # and with a KeptState the pool moves by their difference only (_KeptPool).
+        holder = values_holder(ssn, "overcommit.inqueue", job_inqueue_reservation)
+        if ssn.kept is not None:
+            self.inqueue_resource = ssn.kept.part("overcommit.pool", _KeptPool).open(holder)
+        else:
+            self.inqueue_resource = _sum(holder.jobs[uid][2] for uid in holder.jobs)[0]
         ssn.add_job_enqueueable_fn(self.name, lambda job: self.job_enqueueable(ssn, job))
         ssn.add_job_enqueued_fn(self.name, self.job_enqueued)
 

@@ -23,6 +23,7 @@ from scheduler_core.resources import Resource
 
 Parts = tuple[Resource, Resource, Resource, Resource]
 T = TypeVar("T")
+U = TypeVar("U")
 
 
 def _signature(job: JobInfo) -> tuple[Any, ...]:
@@ -251,11 +252,17 @@ class JobValues(Generic[T]):
         self.visited = 0
         self.reader = LogReader() if track else None
         self._ranks: dict[str, int] = {}  # uid -> rank in the table, as `jobs` is ordered
+        self.calls = 0  # `values` calls (a Follower checks it saw every one)
+        # What the last call changed in the mapping: (gone, replaced in place, appended in this
+        # order) uids, or None when it rebuilt the mapping (a walk).
+        self.moved: tuple[list[str], list[str], list[str]] | None = None
 
     def values(self, jobs: dict[str, JobInfo]) -> dict[str, tuple[JobInfo, tuple[Any, ...], T]]:
         """uid -> (job, signature, value) for every job, in the jobs' order (never change a value,
         nor the mapping: it is this object's)."""
         reader = self.reader
+        self.calls += 1
+        self.moved = None
         if reader is not None:
             changed, log, pos = reader.changed(jobs)
             if changed is not None:
@@ -287,12 +294,15 @@ class JobValues(Generic[T]):
         out, ranks, fn = self.jobs, self._ranks, self.fn
         order = jobs.order  # type: ignore[attr-defined]
         last: list[str] = []  # new to the table since the last call: appended in table order
+        gone: list[str] = []
+        replaced: list[str] = []
         n = 0
         for uid in changed:
             job = jobs.get(uid)
             if job is None:
                 out.pop(uid, None)
                 ranks.pop(uid, None)
+                gone.append(uid)
                 continue
             entry = out.get(uid)
             if ranks.get(uid) != order[uid]:
@@ -302,8 +312,10 @@ class JobValues(Generic[T]):
             if entry is not None and entry[0] is job and _holds(entry[1], job):
                 continue
             out[uid] = (job, _signature(job), fn(job))  # replaced in place: its rank is unchanged
+            replaced.append(uid)
             n += 1
         last.sort(key=order.__getitem__)
+        self.moved = (gone, replaced, last)
         for uid in last:
             job = jobs[uid]
             out[uid] = (job, _signature(job), fn(job))
@@ -312,12 +324,61 @@ class JobValues(Generic[T]):
         self.recomputed, self.visited = n, len(changed)
 
 
+_ABSENT = object()
+
+
+class Follower(Generic[T, U]):
+    """`fn(value)` per uid of one JobValues, in its mapping's order, kept in step with its calls:
+    after each `values` call, `follow` applies only what that call changed (a rebuild when it
+    walked, or when a call went unseen)."""
+
+    def __init__(self, fn: Callable[[T], U]) -> None:
+        self.fn = fn
+        self.map: dict[str, U] = {}
+        self._seen = -1
+
+    def follow(self, values: JobValues[T], rebuild: bool = False) -> list[tuple[Any, Any]] | None:
+        """Bring `map` up to `values`' last call: the (old, new) pairs it changed (`ABSENT` for
+        none), or None when the map was rebuilt (`rebuild`: whatever the call did)."""
+        entries, fn, seen = values.jobs, self.fn, self._seen
+        self._seen = values.calls
+        moved = values.moved
+        if rebuild or moved is None or seen != values.calls - 1:
+            self.map = {uid: fn(e[2]) for uid, e in entries.items()}
+            return None
+        mp, pairs = self.map, []
+        gone, replaced, appended = moved
+        for uid in gone:
+            old = mp.pop(uid, _ABSENT)
+            if old is not _ABSENT:
+                pairs.append((old, _ABSENT))
+        for uid in replaced:
+            new = fn(entries[uid][2])
+            pairs.append((mp.get(uid, _ABSENT), new))
+            mp[uid] = new
+        for uid in appended:
+            new = fn(entries[uid][2])
+            pairs.append((mp.pop(uid, _ABSENT), new))
+            mp[uid] = new
+        return pairs
+
+
+ABSENT = _ABSENT
+
+
 def job_values(ssn: Any, key: str,
                fn: Callable[[JobInfo], T]) -> dict[str, tuple[JobInfo, tuple[Any, ...], T]]:
     """JobValues.values for the session's jobs, kept under `key` when the session has a KeptState."""
+    return values_holder(ssn, key, fn).jobs
+
+
+def values_holder(ssn: Any, key: str, fn: Callable[[JobInfo], T]) -> JobValues[T]:
+    """The JobValues behind `job_values` after its call for this session (kept under `key` when
+    the session has a KeptState, else a fresh one): its `moved` and `calls` for a Follower."""
     kept = getattr(ssn, "kept", None)
     holder = kept.part(key, lambda: JobValues(fn, track=True)) if kept is not None else JobValues(fn)
-    return holder.values(ssn.jobs)
+    holder.values(ssn.jobs)
+    return holder
 
 
 def job_sums(ssn: Any, plugin: str) -> dict[str, Parts]:
