@@ -46,6 +46,14 @@ def _add(acc: Parts, parts: Parts) -> None:
         a.add(p)
 
 
+def _same(a: Parts, b: Parts) -> bool:
+    """The same figures, value for value and scalar for scalar."""
+    for x, y in zip(a, b, strict=True):
+        if x.milli_cpu != y.milli_cpu or x.memory != y.memory or x.scalars != y.scalars:
+            return False
+    return True
+
+
 def _count(keys: list[dict[str, int]], parts: Parts, step: int) -> None:
     for counts, p in zip(keys, parts, strict=True):
         for name in p.scalars:
@@ -177,6 +185,7 @@ class JobSums:
     def _delta(self, jobs: dict[str, JobInfo], changed: set[str]) -> bool:
         """Apply the changed jobs; False (walk instead) when a figure or a sum is not whole."""
         updates = []
+        same = 0
         for uid in changed:
             job, entry = jobs.get(uid), self.jobs.get(uid)
             if job is not None and entry is not None and entry[0] is job and _holds(entry[1], job):
@@ -188,33 +197,41 @@ class JobSums:
             new = (job, _signature(job), job_contribution(job)) if job is not None else None
             if new is not None and not whole(new[2]):
                 return False
+            if new is not None and entry is not None and entry[1][3] == new[1][3] and _same(entry[2], new[2]):
+                # Moved but with the same figures (a bound task now Running): the sums stand.
+                self.jobs[uid] = new
+                same += 1
+                q, rank = new[1][3], jobs.order[uid]  # type: ignore[attr-defined]
+                if self._members[q][uid] != rank:
+                    self._members[q][uid] = rank
+                    self._first[q] = min(self._members[q].values())
+                continue
             updates.append((uid, entry, new))
-        self.visited, self.recomputed = len(changed), sum(u[2] is not None for u in updates)
+        self.visited, self.recomputed = len(changed), same + sum(u[2] is not None for u in updates)
         if not updates:
             return True
         order, members, first, keys = jobs.order, self._members, self._first, self._keys  # type: ignore[attr-defined]
         copies: dict[str, Parts] = {}
-
-        def own(q: str) -> Parts:
-            # Copy on write: the sums handed out last time stay as they were.
-            got = copies.get(q)
-            if got is None:
-                held = self.queues.get(q)
-                got = copies[q] = tuple(r.clone() for r in held) if held is not None else _empty()
-            return got
+        held_sums = self.queues
 
         for uid, old, new in updates:
             if old is not None:
                 q = old[1][3]
-                acc, rank = own(q), members[q].pop(uid)
+                acc = copies.get(q)
+                if acc is None:  # copy on write: the sums handed out last time stay as they were
+                    held = held_sums.get(q)
+                    acc = copies[q] = (held[0].clone(), held[1].clone(), held[2].clone(), held[3].clone()) \
+                        if held is not None else _empty()
+                rank = members[q].pop(uid)
                 for a, p, counts in zip(acc, old[2], keys[q], strict=True):
                     a.sub_without_assert(p)
-                    for name in p.scalars:
-                        left = counts[name] - 1
-                        if left:
-                            counts[name] = left
-                        else:  # no member has it: nor would a fresh sum
-                            del counts[name], a.scalars[name]
+                    if p.scalars:
+                        for name in p.scalars:
+                            left = counts[name] - 1
+                            if left:
+                                counts[name] = left
+                            else:  # no member has it: nor would a fresh sum
+                                del counts[name], a.scalars[name]
                 if not members[q]:
                     del members[q], first[q], keys[q]
                 elif rank == first[q]:
@@ -222,13 +239,20 @@ class JobSums:
                 del self.jobs[uid]
             if new is not None:
                 q, rank = new[1][3], order[uid]
-                acc = own(q)
+                acc = copies.get(q)
+                if acc is None:
+                    held = held_sums.get(q)
+                    acc = copies[q] = (held[0].clone(), held[1].clone(), held[2].clone(), held[3].clone()) \
+                        if held is not None else _empty()
                 if q not in members:
                     members[q], first[q], keys[q] = {}, rank, [{}, {}, {}, {}]
                 members[q][uid] = rank
-                first[q] = min(first[q], rank)
-                _add(acc, new[2])
-                _count(keys[q], new[2], 1)
+                if rank < first[q]:
+                    first[q] = rank
+                parts = new[2]
+                _add(acc, parts)
+                if parts[0].scalars or parts[1].scalars or parts[2].scalars or parts[3].scalars:
+                    _count(keys[q], parts, 1)
                 self.jobs[uid] = new
         if not all(whole(copies[q]) for q in copies if q in members):
             # A sum past 2**53: float sums now depend on their order. Walk, re-summing every
