@@ -186,6 +186,7 @@ class JobSums:
         """Apply the changed jobs; False (walk instead) when a figure or a sum is not whole."""
         updates = []
         same = 0
+        reranked = False  # a queue's first job moved: the queues' order may have
         for uid in changed:
             job, entry = jobs.get(uid), self.jobs.get(uid)
             if job is not None and entry is not None and entry[0] is job and _holds(entry[1], job):
@@ -193,6 +194,7 @@ class JobSums:
                 if self._members[q][uid] != rank:  # the same job taken out and put back: now last
                     self._members[q][uid] = rank
                     self._first[q] = min(self._members[q].values())
+                    reranked = True
                 continue
             new = (job, _signature(job), job_contribution(job)) if job is not None else None
             if new is not None and not whole(new[2]):
@@ -205,10 +207,14 @@ class JobSums:
                 if self._members[q][uid] != rank:
                     self._members[q][uid] = rank
                     self._first[q] = min(self._members[q].values())
+                    reranked = True
                 continue
             updates.append((uid, entry, new))
         self.visited, self.recomputed = len(changed), same + sum(u[2] is not None for u in updates)
         if not updates:
+            if reranked:
+                first = self._first
+                self.queues = {q: self.queues[q] for q in sorted(self._members, key=first.__getitem__)}
             return True
         order, members, first, keys = jobs.order, self._members, self._first, self._keys  # type: ignore[attr-defined]
         copies: dict[str, Parts] = {}
