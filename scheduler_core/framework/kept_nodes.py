@@ -46,6 +46,34 @@ def _sig(node: NodeInfo) -> Sig:
             node.unschedulable, len(node.tasks))
 
 
+_EXACT = float(2 ** 53)
+
+
+def _exact(r: Resource) -> bool:
+    """Every value a whole number in [0, 2**53): sums of such are exact in any order."""
+    for v in (r.milli_cpu, r.memory, *r.scalars.values()):
+        if v < 0 or v >= _EXACT or not v.is_integer():
+            return False
+    return True
+
+
+def fresh_used(nodes: dict[str, NodeInfo]) -> Resource:
+    """Σ node.used in the nodes' order (overcommit's pool)."""
+    used = Resource.empty()
+    for node in nodes.values():
+        used.add(node.used)
+    return used
+
+
+def nodes_used(ssn: Any) -> Resource:
+    """Σ node.used over the session's nodes (a Resource of the caller's own): through the kept
+    node table when the session has one, else summed."""
+    part = getattr(ssn.node_table, "kept_from", None)
+    if isinstance(part, KeptNodes) and part.table is not None:
+        return part.used_total(ssn.nodes)
+    return fresh_used(ssn.nodes)
+
+
 def total_of(table: NodeTable) -> Resource:
     """The allocatable of the schedulable nodes, summed in row order (the session's total)."""
     total = Resource.empty()
@@ -68,6 +96,11 @@ class KeptNodes:
         self.touched: set[int] = set()  # the last session's table's rewritten rows
         self.rebuilt = 0  # template builds (tests, benchmarks)
         self.refilled = 0  # rows the last open refilled
+        # Σ node.used, kept from the first `used_total` on (None: not kept): each row's used
+        # as summed, and how many rows hold each scalar (a fresh sum has only those).
+        self._used: Resource | None = None
+        self._used_rows: list[Resource] = []
+        self._used_counts: dict[str, int] = {}
 
     def open(self, nodes: dict[str, NodeInfo], jobs: dict[str, JobInfo]) -> tuple[NodeTable, Resource]:
         """The session's table (a copy of the template brought up to date) and the total."""
@@ -77,8 +110,51 @@ class KeptNodes:
             self._build(nodes, jobs)
         self.reader.commit(log, pos)
         table = self.table.copy()  # type: ignore[union-attr]
+        table.kept_from = self  # type: ignore[attr-defined]  # (nodes_used finds the part)
         self.touched = table.touched
         return table, self.total.clone()
+
+    def used_total(self, nodes: dict[str, NodeInfo]) -> Resource:
+        """Σ node.used over `nodes` (the nodes this part's last open read), as `fresh_used` sums
+        it: kept once asked, moved by the refilled rows' difference while every value is a whole
+        number in [0, 2**53) (exact in any order); else summed afresh."""
+        if self._used is None:
+            rows = [n.used.clone() for n in self.table.nodes]  # type: ignore[union-attr]
+            if not all(_exact(r) for r in rows):
+                return fresh_used(nodes)
+            total, counts = Resource.empty(), self._used_counts
+            counts.clear()
+            for r in rows:
+                total.add(r)
+                for name in r.scalars:
+                    counts[name] = counts.get(name, 0) + 1
+            if not _exact(total):
+                return fresh_used(nodes)
+            self._used, self._used_rows = total, rows
+        return self._used.clone()
+
+    def _move_used(self, rows: list[int], nodes: list[NodeInfo]) -> None:
+        total, kept, counts = self._used, self._used_rows, self._used_counts
+        assert total is not None
+        for i, node in zip(rows, nodes, strict=True):
+            new = node.used.clone()
+            if not _exact(new):
+                self._used = None
+                return
+            old = kept[i]
+            total.sub_without_assert(old)
+            for name in old.scalars:
+                left = counts[name] - 1
+                if left:
+                    counts[name] = left
+                else:  # no row has it any more: nor would a fresh sum
+                    del counts[name], total.scalars[name]
+            total.add(new)
+            for name in new.scalars:
+                counts[name] = counts.get(name, 0) + 1
+            kept[i] = new
+        if not _exact(total):
+            self._used = None
 
     def _build(self, nodes: dict[str, NodeInfo], jobs: dict[str, JobInfo]) -> None:
         table = self.table = NodeTable(nodes.values())
@@ -94,6 +170,7 @@ class KeptNodes:
                 got.add(node.name)
         self.job_nodes = job_nodes
         self.total = total_of(table)
+        self._used = None
         self.rebuilt += 1
         self.refilled = len(table)
 
@@ -159,6 +236,8 @@ class KeptNodes:
             table.fill_rows(order, fresh)
         for i, node in zip(order, fresh, strict=True):
             self.sigs[i] = _sig(node)
+        if self._used is not None and order:
+            self._move_used(order, fresh)
         table.touched = set()
         if total_moved:
             self.total = total_of(table)

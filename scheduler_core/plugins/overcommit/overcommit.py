@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from scheduler_core.framework.interface import Plugin
+from scheduler_core.framework.kept_nodes import nodes_used
 from scheduler_core.framework.records import ReasonCode, format_amount
 from scheduler_core.model import ALLOCATED_STATUSES, JobPhase
 from scheduler_core.plugins.util.job_figures import ABSENT, Follower, JobValues, values_holder
@@ -174,9 +175,7 @@ class OvercommitPlugin(Plugin):
         if self.warning:
             ssn.result.warnings.append(self.warning)
         self.total_resource = ssn.total_resource.clone()
-        used = Resource.empty()
-        for node in ssn.nodes.values():
-            used.add(node.used)
+        used = nodes_used(ssn)  # every node's used, summed (kept with the node table)
         self.idle_resource = self.total_resource.clone().multi(self.factor).sub_without_assert(used)
         # Per job, kept across sessions (plugins.util.job_figures): only moved jobs are recomputed,
         # and with a KeptState the pool moves by their difference only (_KeptPool).

@@ -1,7 +1,8 @@
 """The node table kept across sessions (framework.kept_nodes) equals a fresh build, whatever
 happened between two opens: tasks placed, moved, evicted, finished or deleted through their
 jobs, placements made and undone inside a session, nodes whose allocatable (pods figure and
-scalars included) or cordon the caller replaced, nodes added and removed, whole cycles."""
+scalars included) or cordon the caller replaced, nodes added and removed, whole cycles; and so
+does the sum of the nodes' used kept with it (overcommit's pool)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from hypothesis import strategies as st
 from scheduler_core.bench.kept_cluster import settle
 from scheduler_core.framework.conf import DEFAULT_CONF_YAML, parse_conf
 from scheduler_core.framework.kept import KeptState
-from scheduler_core.framework.kept_nodes import KeptNodes, session_table, total_of
+from scheduler_core.framework.kept_nodes import KeptNodes, fresh_used, session_table, total_of
 from scheduler_core.framework.node_table import NodeTable
 from scheduler_core.model import OCCUPYING_STATUSES, ClusterSnapshot, TaskStatus
 from scheduler_core.resources import Resource
@@ -133,6 +134,8 @@ def test_the_kept_table_equals_a_fresh_one_after_any_mix(steps):
             _apply(snap, op)
         table, total = session_table(kept, snap.nodes, snap.jobs)
         _same(table, total, snap)
+        used, want = table.kept_from.used_total(snap.nodes), fresh_used(snap.nodes)
+        assert used == want and sorted(used.scalars) == sorted(want.scalars)
         if len(table):  # the session's copy is its own: moving it leaves the kept rows alone
             table.idle[0, 0] = -1.0
 
