@@ -234,7 +234,7 @@ class CapacityPlugin(Plugin):
         key = (chain[-1].name, failed.name, with_inqueue)
         hit = self._memos.details.get(key)
         if hit is MISSING:
-            hit = self._memos.details.put(key, (a.name for a in chain),
+            hit = self._memos.details.put(key, self._memos.verdicts.names(chain),
                                           self._memos.chain_details(chain, failed, with_inqueue))
         return dict(hit)
 

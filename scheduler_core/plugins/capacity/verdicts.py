@@ -116,7 +116,7 @@ class Moves:
     def deps(self, names: Iterable[str]) -> tuple[tuple[str, int], ...]:
         """The current counters of the named queues (what a memoised answer holds)."""
         get = self.stamp.get
-        return tuple((n, get(n, 0)) for n in names)
+        return tuple([(n, get(n, 0)) for n in names])
 
     def hold(self, deps: tuple[tuple[str, int], ...]) -> bool:
         """None of the queues moved since `deps` was taken."""
@@ -162,6 +162,7 @@ class EnqueueVerdicts:
         self.memo = StampedMemo(moves)
         self.messages = StampedMemo(moves)  # per (level, shape): walk's refusal message
         self.walks = 0  # chains walked (tests)
+        self._names: dict[str, tuple[list[QueueAttr], list[str]]] = {}  # leaf -> (chain, its names)
 
     def verdict(self, leaf: str, min_req: Resource,
                 chain: list[QueueAttr] | Callable[[], list[QueueAttr]]) -> NamedVerdict:
@@ -176,11 +177,20 @@ class EnqueueVerdicts:
         self.walks += 1
         levels = chain if isinstance(chain, list) else chain()
         found = walk(levels, min_req, self.messages, req)
+        names = self.names(levels)
         if found is None:
-            return self.memo.put(key, [a.name for a in levels], None)
+            return self.memo.put(key, names, None)
         # The walk looked at the leaf up to the level that refused, not above it.
         at = levels.index(found[0])
-        return self.memo.put(key, [a.name for a in levels[at:]], (found[0].name, found[1]))
+        return self.memo.put(key, names[at:] if at else names, (found[0].name, found[1]))
+
+    def names(self, chain: list[QueueAttr]) -> list[str]:
+        """The chain's queue names (kept per leaf with the chain object: the tree may change)."""
+        leaf = chain[-1].name
+        hit = self._names.get(leaf)
+        if hit is None or hit[0] is not chain:
+            hit = self._names[leaf] = (chain, [a.name for a in chain])
+        return hit[1]
 
 
 class ChainMemos:
