@@ -13,7 +13,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from scheduler_core.framework.interface import Event, EventHandler, Plugin
-from scheduler_core.plugins.util.job_figures import Follower, JobValues, values_holder
+from scheduler_core.plugins.util.job_figures import JobValues, values_holder
+from scheduler_core.plugins.util.job_follow import Follower
 from scheduler_core.resources import Resource, share
 
 if TYPE_CHECKING:

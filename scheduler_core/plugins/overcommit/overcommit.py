@@ -20,7 +20,8 @@ from scheduler_core.framework.interface import Plugin
 from scheduler_core.framework.kept_nodes import nodes_used
 from scheduler_core.framework.records import ReasonCode, format_amount
 from scheduler_core.model import ALLOCATED_STATUSES, JobPhase
-from scheduler_core.plugins.util.job_figures import ABSENT, Follower, JobValues, values_holder
+from scheduler_core.plugins.util.job_figures import JobValues, values_holder
+from scheduler_core.plugins.util.job_follow import ABSENT, Follower
 from scheduler_core.plugins.util.votes import PERMIT, REJECT
 from scheduler_core.resources import MIN_RESOURCE, Resource, exceeded_part
 

@@ -23,7 +23,6 @@ from scheduler_core.resources import Resource
 
 Parts = tuple[Resource, Resource, Resource, Resource]
 T = TypeVar("T")
-U = TypeVar("U")
 
 
 def _signature(job: JobInfo) -> tuple[Any, ...]:
@@ -352,48 +351,6 @@ class JobValues(Generic[T]):
             ranks[uid] = order[uid]
             n += 1
         self.recomputed, self.visited = n, len(changed)
-
-
-_ABSENT = object()
-
-
-class Follower(Generic[T, U]):
-    """`fn(value)` per uid of one JobValues, in its mapping's order, kept in step with its calls:
-    after each `values` call, `follow` applies only what that call changed (a rebuild when it
-    walked, or when a call went unseen)."""
-
-    def __init__(self, fn: Callable[[T], U]) -> None:
-        self.fn = fn
-        self.map: dict[str, U] = {}
-        self._seen = -1
-
-    def follow(self, values: JobValues[T], rebuild: bool = False) -> list[tuple[Any, Any]] | None:
-        """Bring `map` up to `values`' last call: the (old, new) pairs it changed (`ABSENT` for
-        none), or None when the map was rebuilt (`rebuild`: whatever the call did)."""
-        entries, fn, seen = values.jobs, self.fn, self._seen
-        self._seen = values.calls
-        moved = values.moved
-        if rebuild or moved is None or seen != values.calls - 1:
-            self.map = {uid: fn(e[2]) for uid, e in entries.items()}
-            return None
-        mp, pairs = self.map, []
-        gone, replaced, appended = moved
-        for uid in gone:
-            old = mp.pop(uid, _ABSENT)
-            if old is not _ABSENT:
-                pairs.append((old, _ABSENT))
-        for uid in replaced:
-            new = fn(entries[uid][2])
-            pairs.append((mp.get(uid, _ABSENT), new))
-            mp[uid] = new
-        for uid in appended:
-            new = fn(entries[uid][2])
-            pairs.append((mp.pop(uid, _ABSENT), new))
-            mp[uid] = new
-        return pairs
-
-
-ABSENT = _ABSENT
 
 
 def job_values(ssn: Any, key: str,

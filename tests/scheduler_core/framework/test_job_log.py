@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from scheduler_core.job_log import ChangeLog, JobTable, LogReader
 from scheduler_core.model import ClusterSnapshot, JobInfo, JobPhase, TaskStatus
-from scheduler_core.plugins.util.job_figures import Follower, JobSums, JobValues
+from scheduler_core.plugins.util.job_figures import JobSums, JobValues
+from scheduler_core.plugins.util.job_follow import Follower
 from scheduler_core.plugins.util.queue_attr import job_contribution
 from tests.conftest import profiled
 from tests.scheduler_core.builders import job, res, task
