@@ -70,39 +70,67 @@ class NodeTable:
         self._row_views: dict[int, NodeTable] = {}
         # Cache of request -> (vector, compared columns, scalar names the nodes lack).
         self._req_cache: dict[tuple, tuple[np.ndarray, list[int], np.ndarray, list[str]]] = {}
+        # Rows the session rewrote (placements, evictions, undos): what a kept table
+        # (framework.kept_nodes) refills at the next open besides the rows the job log names.
+        self.touched: set[int] = set()
         self._fill_all()
 
     def _fill_all(self) -> None:
         """Every row at once, column by column: the values `_fill` writes row by row."""
-        nodes, dim_index = self.nodes, self.dim_index
-        if not nodes:
-            return
+        if self.nodes:
+            self.fill_rows(None, self.nodes)
+
+    def fill_rows(self, rows: list[int] | None, nodes: list[NodeInfo]) -> None:
+        """Rows `rows` (None: every row, into a new table's zeros) written column by column from
+        `nodes` (one per row), allocatable, pod limit and cordon included: the values a new table
+        holds for those nodes. A kept table (framework.kept_nodes) refills its changed rows so."""
+        dim_index = self.dim_index
+        sel: slice | list[int] = slice(None) if rows is None else rows
+        if rows is not None:
+            for i, node in zip(rows, nodes, strict=True):
+                self.nodes[i] = node
+            self.touched.update(rows)
         for arr, attr in ((self.allocatable, "allocatable"), (self.idle, "idle"), (self.used, "used"),
                           (self.releasing, "releasing"), (self.pipelined, "pipelined")):
             values = [getattr(node, attr) for node in nodes]
-            arr[:, 0] = [r.milli_cpu for r in values]
-            arr[:, 1] = [r.memory for r in values]
-            for i, r in enumerate(values):
+            if rows is not None and arr.shape[1] > 2:
+                arr[sel, 2:] = 0.0
+            arr[sel, 0] = [r.milli_cpu for r in values]
+            arr[sel, 1] = [r.memory for r in values]
+            for k, r in enumerate(values):
                 if r.scalars:
+                    i = k if rows is None else rows[k]
                     for name, v in r.scalars.items():
                         j = dim_index.get(name)
                         if j is not None:
                             arr[i, j] = v
         # Element by element the same float operations as `_fill`: (idle + releasing) - pipelined.
-        np.subtract(self.idle + self.releasing, self.pipelined, out=self.future)
-        self.max_pods[:] = [node.allocatable.max_task_num for node in nodes]
-        self.schedulable[:] = [not node.unschedulable for node in nodes]
-        self.pod_count[:] = [len(node.tasks) for node in nodes]
+        if rows is None:
+            np.subtract(self.idle + self.releasing, self.pipelined, out=self.future)
+        else:
+            self.future[sel] = (self.idle[sel] + self.releasing[sel]) - self.pipelined[sel]
+        max_pods = np.array([node.allocatable.max_task_num for node in nodes], dtype=np.int64)
+        self.max_pods[sel] = max_pods
+        self.schedulable[sel] = [not node.unschedulable for node in nodes]
+        pod_count = np.array([len(node.tasks) for node in nodes], dtype=np.int64)
+        self.pod_count[sel] = pod_count
         pipelined_status, releasing_status = TaskStatus.PIPELINED, TaskStatus.RELEASING
-        limited = np.flatnonzero(self.max_pods > 0)
-        for i in limited.tolist():
-            statuses = [t.status for t in nodes[i].tasks.values()]
-            self.pipelined_pods[i] = statuses.count(pipelined_status)
-            self.releasing_pods[i] = statuses.count(releasing_status)
-        # `_slots` for those rows (whole numbers: the same values as its int arithmetic).
-        limit, pods = self.max_pods[limited], self.pod_count[limited]
-        self.idle_pods[limited] = limit - (pods - self.pipelined_pods[limited])
-        self.future_pods[limited] = limit - (pods - self.releasing_pods[limited])
+        limited = np.flatnonzero(max_pods > 0)
+        pipelined, releasing = np.zeros(len(nodes), dtype=np.int64), np.zeros(len(nodes), dtype=np.int64)
+        for k in limited.tolist():
+            statuses = [t.status for t in nodes[k].tasks.values()]
+            pipelined[k] = statuses.count(pipelined_status)
+            releasing[k] = statuses.count(releasing_status)
+        self.pipelined_pods[sel] = pipelined
+        self.releasing_pods[sel] = releasing
+        # `_slots` for those rows (whole numbers: the same values as its int arithmetic); rows
+        # without a pod figure are unlimited.
+        limit, pods = max_pods[limited], pod_count[limited]
+        idle_pods, future_pods = np.full(len(nodes), np.inf), np.full(len(nodes), np.inf)
+        idle_pods[limited] = limit - (pods - pipelined[limited])
+        future_pods[limited] = limit - (pods - releasing[limited])
+        self.idle_pods[sel] = idle_pods
+        self.future_pods[sel] = future_pods
 
     def __len__(self) -> int:
         return len(self.names)
@@ -149,6 +177,7 @@ class NodeTable:
         _write(row, resource, self.dim_index)
 
     def _fill(self, i: int, node: NodeInfo) -> None:
+        self.touched.add(i)
         self._set(self.idle, i, node.idle)
         self._set(self.used, i, node.used)
         self._set(self.releasing, i, node.releasing)
@@ -182,6 +211,7 @@ class NodeTable:
         """update_row after a task was added to the node as Allocated (idle and used changed)
         or Pipelined (pipelined changed): only those arrays are rewritten."""
         i = self.index[node.name]
+        self.touched.add(i)
         if pipelined:
             self._set(self.pipelined, i, node.pipelined)
         else:
@@ -192,6 +222,17 @@ class NodeTable:
             self.pipelined_pods[i] += len(node.tasks) - int(self.pod_count[i])
         self.pod_count[i] = len(node.tasks)
         self._slots(i)
+
+    def copy(self) -> NodeTable:
+        """A table of its own over the same rows: arrays copied, the name lists shared (never
+        changed in place)."""
+        t = NodeTable.__new__(NodeTable)
+        t.nodes, t.names, t.index = list(self.nodes), self.names, self.index
+        t.dims, t.dim_index = self.dims, self.dim_index
+        for name in _VIEW_ARRAYS:
+            setattr(t, name, getattr(self, name).copy(order="K"))
+        t.rows, t._row_views, t._req_cache, t.touched = None, {}, {}, set()
+        return t
 
     def row_state(self, i: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
         """Copies of row i's (idle, used, future, pipelined, pod count): what `set_row_state` takes."""
@@ -208,6 +249,7 @@ class NodeTable:
         self.future[i] = future
         self.pipelined[i] = pipelined
         self.pod_count[i] = pods
+        self.touched.add(i)
         self._slots(i)
 
     def set_cells(self, i: int, cols: list[int], idle: list[float], used: list[float], future: list[float],

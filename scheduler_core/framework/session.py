@@ -26,14 +26,13 @@ from scheduler_core.framework.interface import (  # noqa: F401  (re-exported for
 )
 from scheduler_core.framework.isolation import JobError
 from scheduler_core.framework.kept import KeptState
+from scheduler_core.framework.kept_nodes import session_table
 from scheduler_core.framework.node_search import FeasibleSearch, NodeScan
-from scheduler_core.framework.node_table import NodeTable
 from scheduler_core.framework.operations import SessionOperations
 from scheduler_core.framework.registry import load_all, plugin_builders
 from scheduler_core.framework.sharding import Sharding, ShardView
 from scheduler_core.framework.work_budget import WorkMeter
 from scheduler_core.model import ClusterSnapshot, JobInfo, NodeInfo, QueueInfo, TaskInfo, TaskStatus
-from scheduler_core.resources import Resource
 from scheduler_core.result import SessionResult
 
 
@@ -55,7 +54,9 @@ class Session(SessionOperations, CallbackRegistry):
         self.now = snapshot.now
         self._init_callbacks(conf.tiers)
         self._hooks = (-1, [], [], [])  # SessionOperations._handlers fills it
-        self.node_table = NodeTable(self.nodes.values())
+        # Kept across sessions with a lasting kept state (framework.kept_nodes): only the rows
+        # that may have changed are refilled.
+        self.node_table, self.total_resource = session_table(kept, self.nodes, snapshot.jobs)
         # The feasible-node search limit of allocate's and backfill's predicate pass, with the
         # caller's rotating index (framework.node_search).
         self.node_search = FeasibleSearch(len(self.node_table), conf.options, node_scan)
@@ -65,10 +66,6 @@ class Session(SessionOperations, CallbackRegistry):
         # The jobs the actions place (routing by scheduler name): `jobs` itself unless another
         # instance's jobs are in the snapshot; theirs count on nodes and in queues, nothing more.
         self.own_jobs: dict[str, JobInfo] = self.shard.own_jobs(self.jobs)
-        self.total_resource = Resource.empty()
-        for node in self.node_table.nodes:
-            if not node.unschedulable:
-                self.total_resource.add(node.allocatable)
         self.result = SessionResult()
         self.plugins: dict[str, Plugin] = {}
         # Tasks placed (allocated or pipelined) in this session, in placement order.

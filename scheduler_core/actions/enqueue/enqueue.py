@@ -14,17 +14,70 @@ backfill, preempt and reclaim check validity). Jobs set aside by the framework's
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 from scheduler_core.actions.util.common import code
 from scheduler_core.actions.util.ordering import KeyedQueue, PriorityQueue, order_queue
 from scheduler_core.framework.interface import Action
 from scheduler_core.framework.isolation import guard
+from scheduler_core.job_log import JobTable, LogReader
 from scheduler_core.model import JobPhase
 
 if TYPE_CHECKING:
     from scheduler_core.framework.session import Session
     from scheduler_core.model import JobInfo, QueueInfo
+
+
+class _Pending:
+    """The uids of a job table's Pending jobs, kept through its change log (scheduler_core.
+    job_log: every phase assignment and every job added, removed or replaced is logged), so a
+    session does not look at every job to find the few that wait for admission."""
+
+    def __init__(self) -> None:
+        self.reader = LogReader()
+        self.uids: set[str] = set()
+
+    def jobs(self, table: JobTable) -> list[JobInfo]:
+        """The table's Pending jobs, in table order."""
+        changed, log, pos = self.reader.changed(table)
+        pending = JobPhase.PENDING
+        if changed is None:
+            self.uids = {uid for uid, job in table.items() if job.phase is pending}
+        else:
+            uids = self.uids
+            for uid in changed:
+                job = table.get(uid)
+                if job is not None and job.phase is pending:
+                    uids.add(uid)
+                else:
+                    uids.discard(uid)
+        self.reader.commit(log, pos)
+        rank = table.order
+        return [table[uid] for uid in sorted(self.uids, key=rank.__getitem__)]
+
+
+def pending_jobs(ssn: Session) -> Iterable[JobInfo]:
+    """The session's own jobs that may be Pending, in table order: through the kept part
+    "enqueue.pending" when the session has a KeptState and its own jobs are the snapshot's whole
+    table, else every own job (the caller tests the phase either way)."""
+    jobs = ssn.own_jobs
+    if ssn.kept is not None and jobs is ssn.jobs and isinstance(jobs, JobTable):
+        return ssn.kept.part("enqueue.pending", _Pending).jobs(jobs)
+    return jobs.values()
+
+
+def _once(key: Callable[[QueueInfo], Any]) -> Callable[[QueueInfo], Any]:
+    """`key` memoised per queue name (for one action's run)."""
+    memo: dict[str, Any] = {}
+
+    def once(queue: QueueInfo) -> Any:
+        got = memo.get(queue.name)
+        if got is None:
+            got = memo[queue.name] = key(queue)
+        return got
+
+    return once
 
 
 class EnqueueAction(Action):
@@ -39,7 +92,7 @@ class EnqueueAction(Action):
         job_key = ssn.job_order_key()
         jobs_by_queue: dict[str, PriorityQueue[JobInfo] | KeyedQueue[JobInfo]] = {}
         order: list[QueueInfo] = []  # queues in the order the comparator heap was filled
-        for job in ssn.own_jobs.values():
+        for job in pending_jobs(ssn):
             if job.phase is not JobPhase.PENDING or job.queue not in ssn.queues:
                 continue
             if job.uid in ssn.quarantined:
@@ -48,7 +101,12 @@ class EnqueueAction(Action):
                 jobs_by_queue[job.queue] = order_queue(job_key, ssn.job_order_fn)
                 order.append(ssn.queues[job.queue])
             jobs_by_queue[job.queue].push(job)
-        queues = order_queue(ssn.queue_order_key() or ssn.queue_order_static_key(order), ssn.queue_less())
+        queue_key = ssn.queue_order_key() or ssn.queue_order_static_key(order)
+        if queue_key is not None:
+            # A queue's key holds for the whole action (see above): read once per queue, not at
+            # every push back.
+            queue_key = _once(queue_key)
+        queues = order_queue(queue_key, ssn.queue_less())
         for queue in order:
             queues.push(queue)
         while queues:

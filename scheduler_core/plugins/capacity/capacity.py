@@ -234,7 +234,7 @@ class CapacityPlugin(Plugin):
         key = (chain[-1].name, failed.name, with_inqueue)
         hit = self._memos.details.get(key)
         if hit is MISSING:
-            hit = self._memos.details.put(key, (a.name for a in chain),
+            hit = self._memos.details.put(key, self._memos.verdicts.names(chain),
                                           self._memos.chain_details(chain, failed, with_inqueue))
         return dict(hit)
 
@@ -292,22 +292,28 @@ class CapacityPlugin(Plugin):
 
     def job_enqueueable(self, job: JobInfo) -> int:
         """min_req + allocated + inqueue - elastic <= real capability at every level (min_req dims)."""
-        queue = self.ssn.queues.get(job.queue)
+        name = job.queue  # (a logged field: a property call, read once; asked for every waiting job)
+        queue = self.ssn.queues.get(name)
         if queue is None:
             return ABSTAIN
-        refusal = self._refusal(queue)
+        refusal = self._refusals[name] if name in self._refusals else self._refusal(queue)
         if refusal is not None:
             self.memo.record(job.uid, refusal[0], refusal[1])
             return REJECT
-        if job.queue not in self.queue_opts or job.min_resources is None:
+        chain = self._chains.get(name)
+        if chain is None:
+            if name not in self.queue_opts:
+                return PERMIT
+            chain = self._chain(name)
+        if job.min_resources is None:
             return PERMIT
         min_req = job.get_min_resources()
         # The same question (leaf, min_req) has the same answer while the levels it read stand still.
-        verdict = self._memos.verdicts.verdict(job.queue, min_req, lambda: self._chain(job.queue))
+        verdict = self._memos.verdicts.verdict(name, min_req, chain)
         if verdict is None:
             return PERMIT
         attr, message = self.queue_opts[verdict[0]], verdict[1]
-        details = self._details(self._chain(job.queue), attr, True)
+        details = self._details(chain, attr, True)
         details["refusal"] = queue_refusal("enqueue", attr.name, "real_capability", min_req)
         self.memo.record(job.uid, "QueueOverCapability", message, details)
         return REJECT

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from scheduler_core.plugins.util.queue_attr import QueueAttr, chain_entry, quantities, quota_message, shape
+from scheduler_core.plugins.util.queue_attr import QueueAttr, chain_entry, quantities, quota_message
 from scheduler_core.resources import MIN_RESOURCE, Resource
 
 # (failed level, its dimensions over, headroom message) or None: every level has room.
@@ -63,23 +63,32 @@ def walk(chain: list[QueueAttr], min_req: Resource, messages: StampedMemo | None
     scalars = sorted((n, v) for n, v in min_req.scalars.items() if v > 0) if min_req.scalars else []
     for attr in reversed(chain):
         cap = attr.real_capability
-        if cap is None or _fits(attr, cap, cpu, memory, scalars):
+        if cap is None:
             continue
-        if messages is not None:
-            got = messages.get((attr.name, key))
-            if got is not MISSING:
-                if got is None:
-                    continue
-                return attr, got
-        used = attr.allocated.clone().add(attr.inqueue).sub_without_assert(attr.elastic)
-        ok, names = min_req.clone().add(used).less_equal_with_dimension_and_resources_name(cap, min_req)
-        message = None if ok else quota_message(attr.name, names, min_req,
-                                                cap.clone().sub_without_assert(used))
-        if messages is not None:
-            messages.put((attr.name, key), (attr.name,), message)
-        if message is not None:
-            return attr, message
+        # _fits inline (once per level of every waiting job's walk): the same float operations.
+        a, i, e = attr.allocated, attr.inqueue, attr.elastic
+        if not ((not cpu > 0 or _le(cpu + ((a.milli_cpu + i.milli_cpu) - e.milli_cpu), cap.milli_cpu))
+                and (not memory > 0 or _le(memory + ((a.memory + i.memory) - e.memory), cap.memory))
+                and (not scalars or _fits(attr, cap, 0.0, 0.0, scalars))):
+            found = _refused(attr, cap, min_req, messages, key)
+            if found is not None:
+                return found
     return None
+
+
+def _refused(attr: QueueAttr, cap: Resource, min_req: Resource, messages: StampedMemo | None,
+             key: tuple[Any, ...] | None) -> Verdict:
+    """The level's refusal (with its message), or None when the Resource check lets it pass."""
+    if messages is not None:
+        got = messages.get((attr.name, key))
+        if got is not MISSING:
+            return None if got is None else (attr, got)
+    used = attr.allocated.clone().add(attr.inqueue).sub_without_assert(attr.elastic)
+    ok, names = min_req.clone().add(used).less_equal_with_dimension_and_resources_name(cap, min_req)
+    message = None if ok else quota_message(attr.name, names, min_req, cap.clone().sub_without_assert(used))
+    if messages is not None:
+        messages.put((attr.name, key), (attr.name,), message)
+    return None if message is None else (attr, message)
 
 
 class Moves:
@@ -107,7 +116,7 @@ class Moves:
     def deps(self, names: Iterable[str]) -> tuple[tuple[str, int], ...]:
         """The current counters of the named queues (what a memoised answer holds)."""
         get = self.stamp.get
-        return tuple((n, get(n, 0)) for n in names)
+        return tuple([(n, get(n, 0)) for n in names])
 
     def hold(self, deps: tuple[tuple[str, int], ...]) -> bool:
         """None of the queues moved since `deps` was taken."""
@@ -123,13 +132,16 @@ class StampedMemo:
 
     def __init__(self, moves: Moves) -> None:
         self.moves = moves
-        self._memo: dict[Any, tuple[tuple[tuple[str, int], ...], Any]] = {}
+        self._memo: dict[Any, tuple[tuple[tuple[str, int], ...], Any, int]] = {}
 
     def get(self, key: Any) -> Any:
         """The answer while none of its queues moved, else MISSING."""
         hit = self._memo.get(key)
-        if hit is not None and self.moves.hold(hit[0]):
-            return hit[1]
+        if hit is not None:
+            moves = self.moves
+            # No queue moved at all since it was kept: no counter to compare.
+            if hit[2] == moves.clock or moves.hold(hit[0]):
+                return hit[1]
         return MISSING
 
     def put(self, key: Any, names: Iterable[str], value: Any) -> Any:
@@ -137,7 +149,8 @@ class StampedMemo:
         memo = self._memo
         if len(memo) >= MAX_MEMO:
             memo.clear()
-        memo[key] = (self.moves.deps(names), value)
+        moves = self.moves
+        memo[key] = (moves.deps(names), value, moves.clock)
         return value
 
 
@@ -149,22 +162,35 @@ class EnqueueVerdicts:
         self.memo = StampedMemo(moves)
         self.messages = StampedMemo(moves)  # per (level, shape): walk's refusal message
         self.walks = 0  # chains walked (tests)
+        self._names: dict[str, tuple[list[QueueAttr], list[str]]] = {}  # leaf -> (chain, its names)
 
-    def verdict(self, leaf: str, min_req: Resource, chain: Callable[[], list[QueueAttr]]) -> NamedVerdict:
-        """The chain's answer for min_req (memoised): (failed level's name, message) or None."""
-        req = shape(min_req)
+    def verdict(self, leaf: str, min_req: Resource,
+                chain: list[QueueAttr] | Callable[[], list[QueueAttr]]) -> NamedVerdict:
+        """The chain's answer for min_req (memoised): (failed level's name, message) or None.
+        `chain`: root .. leaf attrs, or a function giving them (asked only when not memoised)."""
+        req = (min_req.milli_cpu, min_req.memory,
+               tuple(sorted(min_req.scalars.items())) if min_req.scalars else ())  # shape(min_req)
         key = (leaf, req)
         got = self.memo.get(key)
         if got is not MISSING:
             return got
         self.walks += 1
-        levels = chain()
+        levels = chain if isinstance(chain, list) else chain()
         found = walk(levels, min_req, self.messages, req)
+        names = self.names(levels)
         if found is None:
-            return self.memo.put(key, (a.name for a in levels), None)
+            return self.memo.put(key, names, None)
         # The walk looked at the leaf up to the level that refused, not above it.
         at = levels.index(found[0])
-        return self.memo.put(key, (a.name for a in levels[at:]), (found[0].name, found[1]))
+        return self.memo.put(key, names[at:] if at else names, (found[0].name, found[1]))
+
+    def names(self, chain: list[QueueAttr]) -> list[str]:
+        """The chain's queue names (kept per leaf with the chain object: the tree may change)."""
+        leaf = chain[-1].name
+        hit = self._names.get(leaf)
+        if hit is None or hit[0] is not chain:
+            hit = self._names[leaf] = (chain, [a.name for a in chain])
+        return hit[1]
 
 
 class ChainMemos:

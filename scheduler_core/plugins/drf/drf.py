@@ -13,7 +13,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from scheduler_core.framework.interface import Event, EventHandler, Plugin
-from scheduler_core.plugins.util.job_figures import job_values
+from scheduler_core.plugins.util.job_figures import JobValues, values_holder
+from scheduler_core.plugins.util.job_follow import Follower
 from scheduler_core.resources import Resource, share
 
 if TYPE_CHECKING:
@@ -35,6 +36,42 @@ def _allocated(job: JobInfo) -> Resource:
     return job.allocated.clone()
 
 
+def _share(a: Resource, dims: list[tuple[str, float]]) -> float:
+    """dominant_share with the total's dimensions resolved (hot: every event)."""
+    res = 0.0
+    for name, total in dims:
+        v = a.milli_cpu if name == "cpu" else a.memory if name == "memory" else a.scalars.get(name, 0.0)
+        s = share(v, total)
+        if s > res:
+            res = s
+    return res
+
+
+def _same(a: Resource) -> Resource:
+    return a
+
+
+class _KeptShares:
+    """drf's part of the KeptState: each job's allocation and share as of the last open, in the
+    order of the kept allocations (`Follower`s of them: only the jobs a call changed are looked
+    at; every share again when the cluster's dimensions change)."""
+
+    def __init__(self) -> None:
+        self.allocated: Follower[Resource, Resource] = Follower(_same)
+        self.shares: Follower[Resource, float] = Follower(_same)  # type: ignore[arg-type]
+        self.dims: list[tuple[str, float]] | None = None
+
+    def open(self, holder: JobValues[Resource],
+             dims: list[tuple[str, float]]) -> tuple[dict[str, Resource], dict[str, float]]:
+        """The session's own (allocation, share) dicts, brought up to the holder's last call."""
+        self.allocated.follow(holder)
+        moved = dims != self.dims
+        self.dims = list(dims)
+        self.shares.fn = lambda a: _share(a, dims)
+        self.shares.follow(holder, rebuild=moved)
+        return dict(self.allocated.map), dict(self.shares.map)
+
+
 class DrfPlugin(Plugin):
     """Job order by dominant share and share-based preemption victims."""
 
@@ -49,15 +86,7 @@ class DrfPlugin(Plugin):
         self._owned: set[str] = set()  # jobs whose `allocated` entry is this session's own copy
 
     def _update(self, uid: str) -> None:
-        # dominant_share with the total's dimensions resolved once per session (hot: every event).
-        a = self.allocated[uid]
-        res = 0.0
-        for name, total in self._dims:
-            v = a.milli_cpu if name == "cpu" else a.memory if name == "memory" else a.scalars.get(name, 0.0)
-            s = share(v, total)
-            if s > res:
-                res = s
-        self.shares[uid] = res
+        self.shares[uid] = _share(self.allocated[uid], self._dims)
 
     def _own(self, uid: str) -> Resource:
         """The job's allocation, copied first if it is still the kept one (about to change)."""
@@ -66,10 +95,6 @@ class DrfPlugin(Plugin):
             self.allocated[uid] = self.allocated[uid].clone()
         return self.allocated[uid]
 
-    @staticmethod
-    def _kept_shares(ssn: Session) -> dict[str, tuple[Resource, tuple, float]]:
-        return ssn.kept.parts.get("drf.shares", {}) if ssn.kept is not None else {}
-
     def on_session_open(self, ssn: Session) -> None:
         """Compute every job's allocation and share; register order, victims and events."""
         self.total = ssn.total_resource.clone()
@@ -77,21 +102,13 @@ class DrfPlugin(Plugin):
         # JobInfo keeps the sum of its allocated-status requests current (integers: exact). The
         # copies and shares are kept across sessions (plugins.util.job_figures) and shared until an
         # event changes a job's (copy on write, `_own`).
-        dims = tuple(self._dims)
-        kept_shares = self._kept_shares(ssn)
-        shares: dict[str, tuple[Resource, tuple, float]] = {}
-        self._owned = set()
-        for uid, (_, _, alloc) in job_values(ssn, "drf.allocated", _allocated).items():
-            self.allocated[uid] = alloc
-            hit = kept_shares.get(uid)
-            if hit is None or hit[0] is not alloc or hit[1] != dims:
-                self._update(uid)
-                hit = (alloc, dims, self.shares[uid])
-            else:
-                self.shares[uid] = hit[2]
-            shares[uid] = hit
+        holder = values_holder(ssn, "drf.allocated", _allocated)
         if ssn.kept is not None:
-            ssn.kept.parts["drf.shares"] = shares
+            self.allocated, self.shares = ssn.kept.part("drf.shares", _KeptShares).open(holder, self._dims)
+        else:
+            self.allocated = {uid: e[2] for uid, e in holder.jobs.items()}
+            self.shares = {uid: _share(a, self._dims) for uid, a in self.allocated.items()}
+        self._owned = set()
 
         def job_order(l: JobInfo, r: JobInfo) -> int:  # noqa: E741
             ls, rs = self.shares[l.uid], self.shares[r.uid]

@@ -13,14 +13,17 @@ NotEnqueued with the numbers). Job enqueued: inqueue += min_req.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from scheduler_core.framework.interface import Plugin
+from scheduler_core.framework.kept_nodes import nodes_used
 from scheduler_core.framework.records import ReasonCode, format_amount
 from scheduler_core.model import ALLOCATED_STATUSES, JobPhase
-from scheduler_core.plugins.util.job_figures import job_values
+from scheduler_core.plugins.util.job_figures import JobValues, values_holder
+from scheduler_core.plugins.util.job_follow import ABSENT, Follower
 from scheduler_core.plugins.util.votes import PERMIT, REJECT
-from scheduler_core.resources import Resource, exceeded_part
+from scheduler_core.resources import MIN_RESOURCE, Resource, exceeded_part
 
 if TYPE_CHECKING:
     from scheduler_core.framework.session import Session
@@ -63,6 +66,99 @@ def job_inqueue_reservation(job: JobInfo) -> Resource | None:
     return None
 
 
+_EXACT = float(2 ** 53)
+
+
+def _exact(r: Resource) -> bool:
+    """Every value a whole number in [0, 2**53): sums of such are exact in any order."""
+    for v in (r.milli_cpu, r.memory, *r.scalars.values()):
+        if v < 0 or v >= _EXACT or not v.is_integer():
+            return False
+    return True
+
+
+def _sum(held: Iterable[Resource | None]) -> tuple[Resource, dict[str, int], bool]:
+    """The reservations summed in order (what a fresh open adds up), how many hold each scalar,
+    and whether every one and the sum are exact."""
+    total, counts, exact = Resource.empty(), {}, True
+    for r in held:
+        if r is not None:
+            total.add(r)
+            for name in r.scalars:
+                counts[name] = counts.get(name, 0) + 1
+            exact = exact and _exact(r)
+    return total, counts, exact and _exact(total)
+
+
+def over_pool(inqueue: Resource, min_req: Resource, idle: Resource) -> list[str]:
+    """The dimensions min_req asks for (> 0) where inqueue + min_req does not fit idle (within
+    MIN_RESOURCE): `inqueue.clone().add(min_req).less_equal_with_dimension_and_resources_name(idle,
+    min_req)`'s names, with the same float operations and no copies (asked once per waiting job)."""
+    names = []
+    if min_req.milli_cpu > 0:
+        left, right = inqueue.milli_cpu + min_req.milli_cpu, idle.milli_cpu
+        if not (left < right or abs(left - right) < MIN_RESOURCE):
+            names.append("cpu")
+    if min_req.memory > 0:
+        left, right = inqueue.memory + min_req.memory, idle.memory
+        if not (left < right or abs(left - right) < MIN_RESOURCE):
+            names.append("memory")
+    if min_req.scalars:
+        for name in sorted(min_req.scalars):
+            v = min_req.scalars[name]
+            if v > 0:
+                left, right = inqueue.scalars.get(name, 0.0) + v, idle.scalars.get(name, 0.0)
+                if not (left < right or abs(left - right) < MIN_RESOURCE):
+                    names.append(name)
+    return names
+
+
+class _KeptPool:
+    """overcommit's part of the KeptState: the inqueue pool as of the last open, moved by the
+    reservations of the jobs a JobValues call changed (old out, new in). Exact while every
+    reservation and the sum are whole numbers below 2**53 and none negative (else summed again in
+    job order); a scalar leaves the sum with its last holder, as a fresh sum lacks it."""
+
+    def __init__(self) -> None:
+        self.held: Follower[Resource | None, Resource | None] = Follower(_same)
+        self.total = Resource.empty()
+        self.counts: dict[str, int] = {}
+        self.exact = False
+
+    def open(self, holder: JobValues[Resource | None]) -> Resource:
+        """The session's own pool (a copy)."""
+        pairs = self.held.follow(holder)
+        if pairs is None or not self.exact or not self._apply(pairs):
+            self.total, self.counts, self.exact = _sum(self.held.map.values())
+        return self.total.clone()
+
+    def _apply(self, pairs: list[tuple[Any, Any]]) -> bool:
+        total, counts = self.total.clone(), self.counts
+        for old, new in pairs:
+            if old is not ABSENT and old is not None:
+                total.sub_without_assert(old)
+                for name in old.scalars:
+                    left = counts[name] - 1
+                    if left:
+                        counts[name] = left
+                    else:
+                        del counts[name], total.scalars[name]
+            if new is not ABSENT and new is not None:
+                if not _exact(new):
+                    return False
+                total.add(new)
+                for name in new.scalars:
+                    counts[name] = counts.get(name, 0) + 1
+        if not _exact(total):
+            return False
+        self.total = total
+        return True
+
+
+def _same(r: Resource | None) -> Resource | None:
+    return r
+
+
 class OvercommitPlugin(Plugin):
     """Cluster-level enqueue gate with an over-committed idle pool."""
 
@@ -80,26 +176,25 @@ class OvercommitPlugin(Plugin):
         if self.warning:
             ssn.result.warnings.append(self.warning)
         self.total_resource = ssn.total_resource.clone()
-        used = Resource.empty()
-        for node in ssn.nodes.values():
-            used.add(node.used)
+        used = nodes_used(ssn)  # every node's used, summed (kept with the node table)
         self.idle_resource = self.total_resource.clone().multi(self.factor).sub_without_assert(used)
-        self.inqueue_resource = Resource.empty()
-        # Per job, kept across sessions (plugins.util.job_figures): only moved jobs are recomputed.
-        for _, _, held in job_values(ssn, "overcommit.inqueue", job_inqueue_reservation).values():
-            if held is not None:
-                self.inqueue_resource.add(held)
+        # Per job, kept across sessions (plugins.util.job_figures): only moved jobs are recomputed,
+        # and with a KeptState the pool moves by their difference only (_KeptPool).
+        holder = values_holder(ssn, "overcommit.inqueue", job_inqueue_reservation)
+        if ssn.kept is not None:
+            self.inqueue_resource = ssn.kept.part("overcommit.pool", _KeptPool).open(holder)
+        else:
+            self.inqueue_resource = _sum(holder.jobs[uid][2] for uid in holder.jobs)[0]
         ssn.add_job_enqueueable_fn(self.name, lambda job: self.job_enqueueable(ssn, job))
         ssn.add_job_enqueued_fn(self.name, self.job_enqueued)
 
     def job_enqueueable(self, ssn: Session, job: JobInfo) -> int:
         """Permit when the job's min resources fit the pool left after other inqueue jobs."""
-        if job.min_resources is None:
+        min_req = job.min_resources
+        if min_req is None:
             return PERMIT
-        min_req = job.get_min_resources()
-        ok, names = self.inqueue_resource.clone().add(min_req).less_equal_with_dimension_and_resources_name(
-            self.idle_resource, min_req)
-        if ok:
+        names = over_pool(self.inqueue_resource, min_req, self.idle_resource)
+        if not names:
             return PERMIT
         left = self.idle_resource.clone().sub_without_assert(self.inqueue_resource)
         clauses = ", ".join(f"insufficient {n} (need {format_amount(n, min_req.get(n))}, "

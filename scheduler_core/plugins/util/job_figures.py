@@ -45,6 +45,14 @@ def _add(acc: Parts, parts: Parts) -> None:
         a.add(p)
 
 
+def _same(a: Parts, b: Parts) -> bool:
+    """The same figures, value for value and scalar for scalar."""
+    for x, y in zip(a, b, strict=True):
+        if x.milli_cpu != y.milli_cpu or x.memory != y.memory or x.scalars != y.scalars:
+            return False
+    return True
+
+
 def _count(keys: list[dict[str, int]], parts: Parts, step: int) -> None:
     for counts, p in zip(keys, parts, strict=True):
         for name in p.scalars:
@@ -176,6 +184,8 @@ class JobSums:
     def _delta(self, jobs: dict[str, JobInfo], changed: set[str]) -> bool:
         """Apply the changed jobs; False (walk instead) when a figure or a sum is not whole."""
         updates = []
+        same = 0
+        reranked = False  # a queue's first job moved: the queues' order may have
         for uid in changed:
             job, entry = jobs.get(uid), self.jobs.get(uid)
             if job is not None and entry is not None and entry[0] is job and _holds(entry[1], job):
@@ -183,37 +193,50 @@ class JobSums:
                 if self._members[q][uid] != rank:  # the same job taken out and put back: now last
                     self._members[q][uid] = rank
                     self._first[q] = min(self._members[q].values())
+                    reranked = True
                 continue
             new = (job, _signature(job), job_contribution(job)) if job is not None else None
             if new is not None and not whole(new[2]):
                 return False
+            if new is not None and entry is not None and entry[1][3] == new[1][3] and _same(entry[2], new[2]):
+                # Moved but with the same figures (a bound task now Running): the sums stand.
+                self.jobs[uid] = new
+                same += 1
+                q, rank = new[1][3], jobs.order[uid]  # type: ignore[attr-defined]
+                if self._members[q][uid] != rank:
+                    self._members[q][uid] = rank
+                    self._first[q] = min(self._members[q].values())
+                    reranked = True
+                continue
             updates.append((uid, entry, new))
-        self.visited, self.recomputed = len(changed), sum(u[2] is not None for u in updates)
+        self.visited, self.recomputed = len(changed), same + sum(u[2] is not None for u in updates)
         if not updates:
+            if reranked:
+                first = self._first
+                self.queues = {q: self.queues[q] for q in sorted(self._members, key=first.__getitem__)}
             return True
         order, members, first, keys = jobs.order, self._members, self._first, self._keys  # type: ignore[attr-defined]
         copies: dict[str, Parts] = {}
-
-        def own(q: str) -> Parts:
-            # Copy on write: the sums handed out last time stay as they were.
-            got = copies.get(q)
-            if got is None:
-                held = self.queues.get(q)
-                got = copies[q] = tuple(r.clone() for r in held) if held is not None else _empty()
-            return got
+        held_sums = self.queues
 
         for uid, old, new in updates:
             if old is not None:
                 q = old[1][3]
-                acc, rank = own(q), members[q].pop(uid)
+                acc = copies.get(q)
+                if acc is None:  # copy on write: the sums handed out last time stay as they were
+                    held = held_sums.get(q)
+                    acc = copies[q] = (held[0].clone(), held[1].clone(), held[2].clone(), held[3].clone()) \
+                        if held is not None else _empty()
+                rank = members[q].pop(uid)
                 for a, p, counts in zip(acc, old[2], keys[q], strict=True):
                     a.sub_without_assert(p)
-                    for name in p.scalars:
-                        left = counts[name] - 1
-                        if left:
-                            counts[name] = left
-                        else:  # no member has it: nor would a fresh sum
-                            del counts[name], a.scalars[name]
+                    if p.scalars:
+                        for name in p.scalars:
+                            left = counts[name] - 1
+                            if left:
+                                counts[name] = left
+                            else:  # no member has it: nor would a fresh sum
+                                del counts[name], a.scalars[name]
                 if not members[q]:
                     del members[q], first[q], keys[q]
                 elif rank == first[q]:
@@ -221,13 +244,20 @@ class JobSums:
                 del self.jobs[uid]
             if new is not None:
                 q, rank = new[1][3], order[uid]
-                acc = own(q)
+                acc = copies.get(q)
+                if acc is None:
+                    held = held_sums.get(q)
+                    acc = copies[q] = (held[0].clone(), held[1].clone(), held[2].clone(), held[3].clone()) \
+                        if held is not None else _empty()
                 if q not in members:
                     members[q], first[q], keys[q] = {}, rank, [{}, {}, {}, {}]
                 members[q][uid] = rank
-                first[q] = min(first[q], rank)
-                _add(acc, new[2])
-                _count(keys[q], new[2], 1)
+                if rank < first[q]:
+                    first[q] = rank
+                parts = new[2]
+                _add(acc, parts)
+                if parts[0].scalars or parts[1].scalars or parts[2].scalars or parts[3].scalars:
+                    _count(keys[q], parts, 1)
                 self.jobs[uid] = new
         if not all(whole(copies[q]) for q in copies if q in members):
             # A sum past 2**53: float sums now depend on their order. Walk, re-summing every
@@ -251,11 +281,17 @@ class JobValues(Generic[T]):
         self.visited = 0
         self.reader = LogReader() if track else None
         self._ranks: dict[str, int] = {}  # uid -> rank in the table, as `jobs` is ordered
+        self.calls = 0  # `values` calls (a Follower checks it saw every one)
+        # What the last call changed in the mapping: (gone, replaced in place, appended in this
+        # order) uids, or None when it rebuilt the mapping (a walk).
+        self.moved: tuple[list[str], list[str], list[str]] | None = None
 
     def values(self, jobs: dict[str, JobInfo]) -> dict[str, tuple[JobInfo, tuple[Any, ...], T]]:
         """uid -> (job, signature, value) for every job, in the jobs' order (never change a value,
         nor the mapping: it is this object's)."""
         reader = self.reader
+        self.calls += 1
+        self.moved = None
         if reader is not None:
             changed, log, pos = reader.changed(jobs)
             if changed is not None:
@@ -287,12 +323,15 @@ class JobValues(Generic[T]):
         out, ranks, fn = self.jobs, self._ranks, self.fn
         order = jobs.order  # type: ignore[attr-defined]
         last: list[str] = []  # new to the table since the last call: appended in table order
+        gone: list[str] = []
+        replaced: list[str] = []
         n = 0
         for uid in changed:
             job = jobs.get(uid)
             if job is None:
                 out.pop(uid, None)
                 ranks.pop(uid, None)
+                gone.append(uid)
                 continue
             entry = out.get(uid)
             if ranks.get(uid) != order[uid]:
@@ -302,8 +341,10 @@ class JobValues(Generic[T]):
             if entry is not None and entry[0] is job and _holds(entry[1], job):
                 continue
             out[uid] = (job, _signature(job), fn(job))  # replaced in place: its rank is unchanged
+            replaced.append(uid)
             n += 1
         last.sort(key=order.__getitem__)
+        self.moved = (gone, replaced, last)
         for uid in last:
             job = jobs[uid]
             out[uid] = (job, _signature(job), fn(job))
@@ -315,9 +356,16 @@ class JobValues(Generic[T]):
 def job_values(ssn: Any, key: str,
                fn: Callable[[JobInfo], T]) -> dict[str, tuple[JobInfo, tuple[Any, ...], T]]:
     """JobValues.values for the session's jobs, kept under `key` when the session has a KeptState."""
+    return values_holder(ssn, key, fn).jobs
+
+
+def values_holder(ssn: Any, key: str, fn: Callable[[JobInfo], T]) -> JobValues[T]:
+    """The JobValues behind `job_values` after its call for this session (kept under `key` when
+    the session has a KeptState, else a fresh one): its `moved` and `calls` for a Follower."""
     kept = getattr(ssn, "kept", None)
     holder = kept.part(key, lambda: JobValues(fn, track=True)) if kept is not None else JobValues(fn)
-    return holder.values(ssn.jobs)
+    holder.values(ssn.jobs)
+    return holder
 
 
 def job_sums(ssn: Any, plugin: str) -> dict[str, Parts]:

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from scheduler_core.job_log import ChangeLog, JobTable, LogReader
 from scheduler_core.model import ClusterSnapshot, JobInfo, JobPhase, TaskStatus
 from scheduler_core.plugins.util.job_figures import JobSums, JobValues
+from scheduler_core.plugins.util.job_follow import Follower
 from scheduler_core.plugins.util.queue_attr import job_contribution
 from tests.conftest import profiled
 from tests.scheduler_core.builders import job, res, task
@@ -81,10 +82,18 @@ OPS = st.lists(st.tuples(st.sampled_from(["submit", "cancel", "back", "status", 
                          st.integers(0, 30), st.integers(0, 3)), max_size=40)
 
 
-def _check(snap: ClusterSnapshot, sums: JobSums, values: JobValues) -> None:
+def _followed(values: JobValues, follower: Follower) -> None:
+    # A Follower's map stays the values' mapping, key for key in its order, after every call.
+    follower.follow(values)
+    assert list(follower.map) == list(values.jobs)
+    assert all(follower.map[u] is e[2] for u, e in values.jobs.items())
+
+
+def _check(snap: ClusterSnapshot, sums: JobSums, values: JobValues, follower: Follower) -> None:
     fresh_sums = JobSums().sums(snap.jobs)
     assert _sums_view(sums.sums(snap.jobs)) == _sums_view(fresh_sums)
     got = values.values(snap.jobs)
+    _followed(values, follower)
     want = JobValues(job_contribution).values(snap.jobs)
     assert list(got) == list(want) == list(snap.jobs)
     assert all(got[u][0] is want[u][0] and _sums_view({u: got[u][2]}) == _sums_view({u: want[u][2]})
@@ -92,6 +101,7 @@ def _check(snap: ClusterSnapshot, sums: JobSums, values: JobValues) -> None:
     # Nothing changed since: no job is looked at again.
     sums.sums(snap.jobs)
     values.values(snap.jobs)
+    _followed(values, follower)
     assert (sums.visited, values.visited) == (0, 0) or sums._inexact
 
 
@@ -101,8 +111,8 @@ def test_tracked_figures_equal_a_fresh_build_after_any_changes(steps):
     snap = ClusterSnapshot()
     # One pair reads after every step, the other only at "read" steps (changes piled up over
     # several log segments).
-    every = (JobSums(track=True), JobValues(job_contribution, track=True))
-    some = (JobSums(track=True), JobValues(job_contribution, track=True))
+    every = (JobSums(track=True), JobValues(job_contribution, track=True), Follower(lambda v: v))
+    some = (JobSums(track=True), JobValues(job_contribution, track=True), Follower(lambda v: v))
     out: list[JobInfo] = []
     for seq, op in enumerate(steps, 1):
         if op[0] == "read":

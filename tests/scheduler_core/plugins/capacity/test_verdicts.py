@@ -67,7 +67,7 @@ def _world(spec, running):
 def _run(spec, running, with_memo, monkeypatch):
     if not with_memo:
         def unmemoised(self, leaf, min_req, chain):
-            got = verdicts.walk(chain(), min_req)
+            got = verdicts.walk(chain if isinstance(chain, list) else chain(), min_req)
             return None if got is None else (got[0].name, got[1])
 
         monkeypatch.setattr(EnqueueVerdicts, "verdict", unmemoised)
