@@ -21,7 +21,7 @@ from scheduler_core.actions.util.common import code
 from scheduler_core.actions.util.ordering import KeyedQueue, PriorityQueue, order_queue
 from scheduler_core.framework.interface import Action
 from scheduler_core.framework.isolation import guard
-from scheduler_core.job_log import JobTable, LogReader
+from scheduler_core.framework.waiting_jobs import waiting_jobs
 from scheduler_core.model import JobPhase
 
 if TYPE_CHECKING:
@@ -29,42 +29,14 @@ if TYPE_CHECKING:
     from scheduler_core.model import JobInfo, QueueInfo
 
 
-class _Pending:
-    """The uids of a job table's Pending jobs, kept through its change log (scheduler_core.
-    job_log: every phase assignment and every job added, removed or replaced is logged), so a
-    session does not look at every job to find the few that wait for admission."""
-
-    def __init__(self) -> None:
-        self.reader = LogReader()
-        self.uids: set[str] = set()
-
-    def jobs(self, table: JobTable) -> list[JobInfo]:
-        """The table's Pending jobs, in table order."""
-        changed, log, pos = self.reader.changed(table)
-        pending = JobPhase.PENDING
-        if changed is None:
-            self.uids = {uid for uid, job in table.items() if job.phase is pending}
-        else:
-            uids = self.uids
-            for uid in changed:
-                job = table.get(uid)
-                if job is not None and job.phase is pending:
-                    uids.add(uid)
-                else:
-                    uids.discard(uid)
-        self.reader.commit(log, pos)
-        rank = table.order
-        return [table[uid] for uid in sorted(self.uids, key=rank.__getitem__)]
-
-
 def pending_jobs(ssn: Session) -> Iterable[JobInfo]:
-    """The session's own jobs that may be Pending, in table order: through the kept part
-    "enqueue.pending" when the session has a KeptState and its own jobs are the snapshot's whole
-    table, else every own job (the caller tests the phase either way)."""
-    jobs = ssn.own_jobs
-    if ssn.kept is not None and jobs is ssn.jobs and isinstance(jobs, JobTable):
-        return ssn.kept.part("enqueue.pending", _Pending).jobs(jobs)
-    return jobs.values()
+    """The session's own jobs that may be Pending, in table order: those in phase Pending from
+    the kept index (framework.waiting_jobs) when the session has a kept state, else every own job
+    (the caller tests the phase either way)."""
+    index = waiting_jobs(ssn)
+    if index is None:
+        return ssn.own_jobs.values()
+    return index.in_order(ssn, index.admission)
 
 
 def _once(key: Callable[[QueueInfo], Any]) -> Callable[[QueueInfo], Any]:
