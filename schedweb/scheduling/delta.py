@@ -36,6 +36,37 @@ _JOB_FIELDS = ("queue", "min_available", "task_min_available", "min_resources", 
                "phase", "preemptable", "created", "sla_waiting_time")
 
 
+class JobRowLog:
+    """Which `LoadedState.jobs` entries the last delta moved, for the write phase's bounded passes
+    (job_changes, job_conditions): `gen` counts the deltas since the full load, `moved` holds
+    the uids whose row was replaced, added or dropped by the last one, `order` each uid's place
+    in `state.jobs` (insertion order, as the dict iterates), `memo` what those passes keep with
+    this snapshot (it goes with it at a full load)."""
+
+    def __init__(self, jobs: dict[str, JobRow]) -> None:
+        self.gen = 0
+        self.moved: set[str] = set()
+        self.order = {uid: i for i, uid in enumerate(jobs)}
+        self.next = len(jobs)
+        self.memo: dict[str, Any] = {}
+
+    def begin(self) -> None:
+        """A new delta: what the previous one moved is no longer news."""
+        self.gen += 1
+        self.moved = set()
+
+    def added(self, uid: str) -> None:
+        """`uid` became a new key of `state.jobs` (at its end)."""
+        self.moved.add(uid)
+        self.order[uid] = self.next
+        self.next += 1
+
+    def dropped(self, uid: str) -> None:
+        """`uid` left `state.jobs`."""
+        self.moved.add(uid)
+        self.order.pop(uid, None)
+
+
 class Reload(Exception):  # noqa: N818 - a signal, not an error
     """The kept snapshot cannot absorb these changes: load everything."""
 
@@ -62,6 +93,7 @@ class Applier:
             self.ns_jobs[job.namespace] = self.ns_jobs.get(job.namespace, 0) + 1
         self.dirty_tasks: set[int] = set()
         self.dirty_jobs: set[int] = set()
+        self.row_log = JobRowLog(state.jobs)
 
     @classmethod
     def full(cls, now: datetime) -> Applier:
@@ -101,6 +133,7 @@ class Applier:
                 continue
             state.jobs[uid] = JobRow(c.id, c.phase, c.code, c.message, c.details, c.since,
                                      state.jobs[uid].scheduler_name)
+            self.row_log.moved.add(uid)
             jobs[uid].phase = core_phase(c.phase)
             state.row_hashes["core_job"].pop(c.id, None)  # the row is what we wrote: not read back
 
@@ -225,6 +258,7 @@ class Applier:
                 if fresh.uid in snap.jobs:  # deleted and submitted again under the same name
                     self._drop_job(state.jobs[fresh.uid].id)
                 state.jobs[fresh.uid] = row
+                self.row_log.added(fresh.uid)
                 self._add_job(fresh, r.id)
                 rebuild.add(r.id)
                 continue
@@ -237,6 +271,7 @@ class Applier:
             for name in _JOB_FIELDS:
                 setattr(job, name, getattr(fresh, name))
             state.jobs[known] = row
+            self.row_log.moved.add(known)
         for pk in ids - {r.id for r in rows}:
             self._drop_job(pk)
         return rebuild
@@ -268,6 +303,7 @@ class Applier:
         self.state.row_hashes["core_job"].pop(pk, None)
         job = self.state.snapshot.jobs.pop(uid)
         self.state.jobs.pop(uid, None)
+        self.row_log.dropped(uid)
         self.ns_jobs[job.namespace] -= 1
         self._maybe_drop_namespace(job.namespace)
 
