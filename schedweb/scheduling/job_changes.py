@@ -7,8 +7,11 @@ loader's kept snapshot (`incremental.row_log`), what it compared each job agains
 compares again only the jobs whose row the delta moved, whose phase entry or Reason object is
 not last cycle's (gone ones included), whose reason is a plain mapping (it may change in place),
 and those it found a change for last cycle (written, or lost to a conflict): the others would
-give what they gave, nothing. A full load, a copy of the snapshot (a sharded instance's own
-jobs), SQLite, or a cycle whose pass did not run (the log's generation tells) compare every job.
+give what they gave, nothing. A Reason rendered anew whose words are the job's last one's (code,
+message, details with the queue chain by reference: scheduler_core renders a quota reason again
+whenever a queue's figures move) counts as the same (`_same_words`). A full load, a copy of
+the snapshot (a sharded instance's own jobs), SQLite, or a cycle whose pass did not run (the
+log's generation tells) compare every job.
 The comparison itself is kept cheap: phases are looked up in sets of plain strings, a job without
 a reason is settled by four comparisons, and a Reason is rendered for the rows (code, message,
 details with the queue chain by reference, their JSON text) once per object.

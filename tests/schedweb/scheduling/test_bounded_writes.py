@@ -141,6 +141,10 @@ class Checked:
         def changes(state: LoadedState, result: SessionResult, now: datetime):  # type: ignore[no-untyped-def]
             self.cycles += 1
             self.bounded["changes"] += self._kept(state, job_changes.MEMO_KEY)
+            log = incremental.row_log(state)
+            if log is not None:  # the log places every job where the dict has it
+                assert sorted(state.jobs, key=log.order.__getitem__) == list(state.jobs)
+                assert log.order.keys() == state.jobs.keys()
             got = real_changes(state, result, now)
             want = real_changes(replace(state), result, now)
             assert (got[0], got[1], sorted(got[2])) == (want[0], want[1], sorted(want[2]))
