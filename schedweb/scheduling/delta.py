@@ -28,43 +28,13 @@ from schedweb.scheduling.adapter import (
     queues_of,
     task_holds_unknown_node,
 )
+from schedweb.scheduling.row_log import JobRowLog
 from schedweb.scheduling.snapshot_sql import fetch_all, fetch_by
 
 _TERMINAL = frozenset(UNSCHEDULED_JOB_PHASES)  # finished or suspended: loaded while holding
 _STATUS = {s.value: s for s in TaskStatus}
 _JOB_FIELDS = ("queue", "min_available", "task_min_available", "min_resources", "priority", "priority_class",
                "phase", "preemptable", "created", "sla_waiting_time")
-
-
-class JobRowLog:
-    """Which `LoadedState.jobs` entries the last delta moved, for the write phase's bounded passes
-    (job_changes, job_conditions): `gen` counts the deltas since the full load, `moved` holds
-    the uids whose row was replaced, added or dropped by the last one, `order` each uid's place
-    in `state.jobs` (insertion order, as the dict iterates), `memo` what those passes keep with
-    this snapshot (it goes with it at a full load)."""
-
-    def __init__(self, jobs: dict[str, JobRow]) -> None:
-        self.gen = 0
-        self.moved: set[str] = set()
-        self.order = {uid: i for i, uid in enumerate(jobs)}
-        self.next = len(jobs)
-        self.memo: dict[str, Any] = {}
-
-    def begin(self) -> None:
-        """A new delta: what the previous one moved is no longer news."""
-        self.gen += 1
-        self.moved = set()
-
-    def added(self, uid: str) -> None:
-        """`uid` became a new key of `state.jobs` (at its end)."""
-        self.moved.add(uid)
-        self.order[uid] = self.next
-        self.next += 1
-
-    def dropped(self, uid: str) -> None:
-        """`uid` left `state.jobs`."""
-        self.moved.add(uid)
-        self.order.pop(uid, None)
 
 
 class Reload(Exception):  # noqa: N818 - a signal, not an error

@@ -46,7 +46,8 @@ from scheduler_core.framework.kept import KeptState, kept_state
 from scheduler_core.result import SessionResult
 from schedweb.scheduling import reread
 from schedweb.scheduling.adapter import LoadedState, load_state
-from schedweb.scheduling.delta import Applier, JobRowLog, Reload
+from schedweb.scheduling.delta import Applier, Reload
+from schedweb.scheduling.row_log import JobRowLog
 
 logger = logging.getLogger(__name__)
 

@@ -27,7 +27,7 @@ from schedweb.core.job_services import job_cancel, job_delete, job_resume, job_s
 from schedweb.core.models import TERMINAL_TASK_STATUSES, Job, JobPhase, Node, Queue, Task
 from schedweb.scheduling import cycle, incremental, job_changes, job_conditions
 from schedweb.scheduling.adapter import JobRow, LoadedState
-from schedweb.scheduling.delta import JobRowLog
+from schedweb.scheduling.row_log import JobRowLog
 
 from .conftest import make_cluster, requires_postgres, submit
 from .test_job_changes import PHASES, _new_reason, _reference, row
