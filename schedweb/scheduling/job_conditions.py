@@ -32,6 +32,7 @@ from schedweb.scheduling.writes import is_postgres
 Stored = tuple[str, str, str]  # status, reason, message
 _known: dict[int, dict[str, Stored]] = {}  # job id -> type -> what the table holds
 _loaded = [False]
+_TERMINAL = frozenset(str(p) for p in TERMINAL_JOB_PHASES)  # plain strings: a set lookup
 _epoch = [0]  # rebuilds of `_known`: a kept Memo from before one is not trusted
 MEMO_KEY = "job_conditions"  # this module's entry in the row log's memo
 WORDINGS_MAX = 200_000  # distinct condition wordings kept (a bound, not a working size)
@@ -47,7 +48,6 @@ class Memo:
     epoch: int
     seen: dict[str, Key] = field(default_factory=dict)
     wordings: dict[Key, Key] = field(default_factory=dict)  # each wording's one tuple
-_TERMINAL = frozenset(str(p) for p in TERMINAL_JOB_PHASES)  # plain strings: a set lookup
 
 
 def forget() -> None:
