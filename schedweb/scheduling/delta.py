@@ -103,7 +103,7 @@ class Applier:
                 continue
             state.jobs[uid] = JobRow(c.id, c.phase, c.code, c.message, c.details, c.since,
                                      state.jobs[uid].scheduler_name)
-            self.row_log.moved.add(uid)
+            self.row_log.own.add(uid)
             jobs[uid].phase = core_phase(c.phase)
             state.row_hashes["core_job"].pop(c.id, None)  # the row is what we wrote: not read back
 

@@ -6,12 +6,13 @@ again: its reason_memo; jobs of one shape share one). So the pass keeps, with th
 loader's kept snapshot (`incremental.row_log`), what it compared each job against last cycle and
 compares again only the jobs whose row the delta moved, whose phase entry or Reason object is
 not last cycle's (gone ones included), whose reason is a plain mapping (it may change in place),
-and those it found a change for last cycle (written, or lost to a conflict): the others would
-give what they gave, nothing. A Reason rendered anew whose words are the job's last one's (code,
-message, details with the queue chain by reference: scheduler_core renders a quota reason again
-whenever a queue's figures move) counts as the same (`_same_words`). A full load, a copy of
-the snapshot (a sharded instance's own jobs), SQLite, or a cycle whose pass did not run (the
-log's generation tells) compare every job.
+and those it found a change for last cycle but could not write (a conflict): the others would
+give what they gave, nothing, and so does a job whose row is what the last pass wrote (the row
+log's `own`) while the session gives the same phase and reason. A Reason rendered anew whose
+words are the job's last one's (code, message, details with the queue chain by reference:
+scheduler_core renders a quota reason again whenever a queue's figures move) counts as the same
+(`_same_words`). A full load, a copy of the snapshot (a sharded instance's own jobs), SQLite, or
+a cycle whose pass did not run (the log's generation tells) compare every job.
 The comparison itself is kept cheap: phases are looked up in sets of plain strings, a job without
 a reason is settled by four comparisons, and a Reason is rendered for the rows (code, message,
 details with the queue chain by reference, their JSON text) once per object.
@@ -32,6 +33,7 @@ from scheduler_core.result import Reason, SessionResult
 from schedweb.core.models import TERMINAL_JOB_PHASES, UNSCHEDULED_JOB_PHASES
 from schedweb.scheduling import incremental, reason_chain, writes
 from schedweb.scheduling.adapter import JobRow, LoadedState
+from schedweb.scheduling.row_log import JobRowLog
 
 # Plain strings: a row's phase is one, and a set answers without comparing it to each member.
 _UNSCHEDULED = frozenset(str(p) for p in UNSCHEDULED_JOB_PHASES)
@@ -64,7 +66,7 @@ def job_changes(state: LoadedState, result: SessionResult, now: datetime,
     memo = log.memo.get(MEMO_KEY) if log is not None else None
     visits: Iterable[tuple[str, JobRow | None]] | None = None
     if log is not None and memo is not None and memo.gen == log.gen - 1:
-        visits = _bounded_visits(state, result, memo, log.moved, log.order)
+        visits = _bounded_visits(state, result, memo, log)
     if visits is None:
         memo = Memo(log.gen if log is not None else 0)
         visits = state.jobs.items()
@@ -79,11 +81,13 @@ def job_changes(state: LoadedState, result: SessionResult, now: datetime,
     return changes, code_changed, list(memo.same.values())
 
 
-def _bounded_visits(state: LoadedState, result: SessionResult, memo: Memo, moved: set[str],
-                    order: dict[str, int]) -> list[tuple[str, JobRow | None]] | None:
+def _bounded_visits(state: LoadedState, result: SessionResult, memo: Memo, log: JobRowLog,
+                    ) -> list[tuple[str, JobRow | None]] | None:
     """The jobs to compare again, in `state.jobs` order (gone ones, row None, first); None when
     a job's place is unknown (compare them all)."""
-    visit = moved | memo.pending | memo.loose
+    moved, pending = log.moved, memo.pending
+    own = log.own - moved  # rows as our last cycle wrote them, nobody else since
+    visit = moved | (own ^ pending) | memo.loose
     phases, last = result.job_phase, memo.phases
     if phases != last:
         get = last.get
@@ -98,6 +102,19 @@ def _bounded_visits(state: LoadedState, result: SessionResult, memo: Memo, moved
             visit.add(uid)
     visit.update(kept.keys() - reasons.keys())
     jobs = state.jobs
+    # Written last cycle from the phase and Reason the session gives again: the row says what
+    # the comparison would, so no change; the job still waits for its (written) code.
+    for uid in (own & pending) - visit:
+        row = jobs.get(uid)
+        if row is None:
+            visit.add(uid)
+            continue
+        pending.discard(uid)
+        if row.reason_code and row.phase not in _UNSCHEDULED:
+            memo.same[uid] = row.id
+        else:
+            memo.same.pop(uid, None)
+    order = log.order
     gone = [(uid, None) for uid in visit if uid not in jobs]
     here = [(order.get(uid, -1), uid) for uid in visit if uid in jobs]
     if any(place < 0 for place, _ in here):

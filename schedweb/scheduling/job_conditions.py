@@ -70,7 +70,7 @@ def changed(state: LoadedState, result: SessionResult) -> list[tuple[int, str, S
     if log is None or memo is None or memo.gen != log.gen - 1 or memo.epoch != _epoch[0]:
         memo = Memo(0, _epoch[0])
     else:
-        for uid in log.moved:
+        for uid in log.moved | log.own:
             memo.seen.pop(uid, None)
     if len(memo.wordings) > WORDINGS_MAX:
         memo.wordings.clear()  # the jobs kept with older tuples are looked up again, that is all

@@ -14,13 +14,15 @@ from typing import Any
 class JobRowLog:
     """Which `LoadedState.jobs` entries the last delta moved, for the write phase's bounded passes
     (job_changes, job_conditions): `gen` counts the deltas since the full load, `moved` holds
-    the uids whose row was replaced, added or dropped by the last one, `order` each uid's place
+    the uids whose row was replaced, added or dropped by the last one (re-read or gone), `own`
+    those whose row it set to what our previous cycle wrote (no other writer), `order` each uid's place
     in `state.jobs` (insertion order, as the dict iterates), `memo` what those passes keep with
     this snapshot (it goes with it at a full load)."""
 
     def __init__(self, jobs: Iterable[str]) -> None:
         self.gen = 0
         self.moved: set[str] = set()
+        self.own: set[str] = set()
         self.order = {uid: i for i, uid in enumerate(jobs)}
         self.next = len(self.order)
         self.memo: dict[str, Any] = {}
@@ -28,7 +30,7 @@ class JobRowLog:
     def begin(self) -> None:
         """A new delta: what the previous one moved is no longer news."""
         self.gen += 1
-        self.moved = set()
+        self.moved, self.own = set(), set()
 
     def added(self, uid: str) -> None:
         """`uid` became a new key of `state.jobs` (at its end)."""

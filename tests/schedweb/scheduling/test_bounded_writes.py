@@ -103,7 +103,7 @@ def _cycles(seed: int, cycles: int, monkeypatch: pytest.MonkeyPatch) -> tuple[in
                 uid = next(u for u, r in rows.items() if r.id == change.id)
                 rows[uid] = JobRow(change.id, change.phase, change.code, change.message, change.details,
                                    change.since, "volcano")
-                log.moved.add(uid)
+                log.own.add(uid)  # applied from memory (incremental.own_jobs)
         for uid in rng.sample(sorted(rows), 2):  # others' writes
             old = rows[uid]
             rows[uid] = row(old.id, rng.choice(PHASES), rng.choice([old.reason_code, "", "NodeFit"]),
