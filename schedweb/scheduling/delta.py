@@ -28,6 +28,7 @@ from schedweb.scheduling.adapter import (
     queues_of,
     task_holds_unknown_node,
 )
+from schedweb.scheduling.row_log import JobRowLog
 from schedweb.scheduling.snapshot_sql import fetch_all, fetch_by
 
 _TERMINAL = frozenset(UNSCHEDULED_JOB_PHASES)  # finished or suspended: loaded while holding
@@ -62,6 +63,7 @@ class Applier:
             self.ns_jobs[job.namespace] = self.ns_jobs.get(job.namespace, 0) + 1
         self.dirty_tasks: set[int] = set()
         self.dirty_jobs: set[int] = set()
+        self.row_log = JobRowLog(state.jobs)
 
     @classmethod
     def full(cls, now: datetime) -> Applier:
@@ -101,6 +103,7 @@ class Applier:
                 continue
             state.jobs[uid] = JobRow(c.id, c.phase, c.code, c.message, c.details, c.since,
                                      state.jobs[uid].scheduler_name)
+            self.row_log.own.add(uid)
             jobs[uid].phase = core_phase(c.phase)
             state.row_hashes["core_job"].pop(c.id, None)  # the row is what we wrote: not read back
 
@@ -225,6 +228,7 @@ class Applier:
                 if fresh.uid in snap.jobs:  # deleted and submitted again under the same name
                     self._drop_job(state.jobs[fresh.uid].id)
                 state.jobs[fresh.uid] = row
+                self.row_log.added(fresh.uid)
                 self._add_job(fresh, r.id)
                 rebuild.add(r.id)
                 continue
@@ -237,6 +241,7 @@ class Applier:
             for name in _JOB_FIELDS:
                 setattr(job, name, getattr(fresh, name))
             state.jobs[known] = row
+            self.row_log.moved.add(known)
         for pk in ids - {r.id for r in rows}:
             self._drop_job(pk)
         return rebuild
@@ -268,6 +273,7 @@ class Applier:
         self.state.row_hashes["core_job"].pop(pk, None)
         job = self.state.snapshot.jobs.pop(uid)
         self.state.jobs.pop(uid, None)
+        self.row_log.dropped(uid)
         self.ns_jobs[job.namespace] -= 1
         self._maybe_drop_namespace(job.namespace)
 

@@ -47,6 +47,7 @@ from scheduler_core.result import SessionResult
 from schedweb.scheduling import reread
 from schedweb.scheduling.adapter import LoadedState, load_state
 from schedweb.scheduling.delta import Applier, Reload
+from schedweb.scheduling.row_log import JobRowLog
 
 logger = logging.getLogger(__name__)
 
@@ -226,6 +227,7 @@ def _apply_changes(cache: Cache, head: Head, now: datetime) -> None:
     named = {**changed, "core_job": changed.get("core_job", set()) | set(own)}
     for table, ids in reread.stale_ids(cache.cycles, known, applier.state.row_hashes, named).items():
         changed.setdefault(table, set()).update(ids)
+    cache.applier.row_log.begin()
     cache.applier.apply_own_jobs([cache.own[pk] for pk, only in own.items() if only])
     cache.own, cache.own_xact = {}, None
     cache.stats = cache.applier.apply(changed, now)
@@ -266,6 +268,15 @@ def settle(state: LoadedState, result: SessionResult) -> None:
     if cache is None or cache.applier.state is not state:
         return
     cache.applier.settle(result)
+
+
+def row_log(state: LoadedState) -> JobRowLog | None:
+    """The log of the job rows the deltas moved, when `state` is the current instance's kept
+    snapshot (None: a copy, SQLite: the caller compares every job)."""
+    cache = _cache
+    if cache is None or cache.applier.state is not state:
+        return None
+    return cache.applier.row_log
 
 
 def stats() -> dict[str, Any]:
