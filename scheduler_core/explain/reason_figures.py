@@ -48,7 +48,8 @@ def resource_key(res: Resource | None) -> Any:
     """A Resource's amounts as a tuple (None stays None)."""
     if res is None:
         return None
-    return ("R", res.milli_cpu, res.memory, tuple(sorted(res.scalars.items())))
+    scalars = res.scalars
+    return ("R", res.milli_cpu, res.memory, tuple(sorted(scalars.items())) if scalars else ())
 
 
 def output_amount(name: str, stored: float) -> float:
