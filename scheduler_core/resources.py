@@ -518,6 +518,18 @@ class Resource:
 # -- module helpers -----------------------------------------------------------------------------
 
 
+_EXACT = float(2 ** 53)
+
+
+def exact_whole(r: Resource) -> bool:
+    """Every value a whole number in [0, 2**53): sums of such are exact in any order (a total
+    kept by adding and taking away such values equals a fresh sum)."""
+    for v in (r.milli_cpu, r.memory, *r.scalars.values()):
+        if v < 0 or v >= _EXACT or not v.is_integer():
+            return False
+    return True
+
+
 def exceeded_part(left: Resource, right: Resource) -> Resource:
     """Per dimension `max(0, left - right)` (Volcano's ExceededPart: the increased part of a Zero diff)."""
     return left.diff(right, Zero)[0]

@@ -121,3 +121,23 @@ class PredicateResult:
     def counts(self) -> dict[str, int]:
         """Number of failing rows per reason."""
         return {reason: int(mask.sum()) for reason, mask in self.failures}
+
+    @classmethod
+    def combine(cls, seq: list[tuple[str, np.ndarray, bool]], n: int) -> PredicateResult:
+        """The answer over n rows of `Session.predicate_sequence`'s masks (read-only arrays):
+        each row blamed on the first mask that fails it; a mask listed only when it blames a
+        row, or when it says it is always listed (the hard shard's)."""
+        ok = np.ones(n, dtype=bool)
+        failures: list[tuple[str, np.ndarray]] = []
+        for reason, mask, always in seq:
+            if always:
+                failures.append((reason, mask))
+                ok &= ~mask
+                continue
+            eff = mask & ok
+            if eff.any():
+                eff.flags.writeable = False
+                failures.append((reason, eff))
+                ok &= ~mask
+        ok.flags.writeable = False
+        return cls(ok, failures)

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from scheduler_core.framework.node_table import NodeTable
 from scheduler_core.job_log import LogReader
 from scheduler_core.model import OCCUPYING_STATUSES, TaskStatus
-from scheduler_core.resources import Resource
+from scheduler_core.resources import Resource, exact_whole
 
 if TYPE_CHECKING:
     from scheduler_core.framework.kept import KeptState
@@ -44,17 +44,6 @@ def _sig(node: NodeInfo) -> Sig:
     # Objects by identity (the tuple holds them: an id is never reused while kept).
     return (node, node.allocatable, node.idle, node.used, node.releasing, node.pipelined,
             node.unschedulable, len(node.tasks))
-
-
-_EXACT = float(2 ** 53)
-
-
-def _exact(r: Resource) -> bool:
-    """Every value a whole number in [0, 2**53): sums of such are exact in any order."""
-    for v in (r.milli_cpu, r.memory, *r.scalars.values()):
-        if v < 0 or v >= _EXACT or not v.is_integer():
-            return False
-    return True
 
 
 def fresh_used(nodes: dict[str, NodeInfo]) -> Resource:
@@ -120,7 +109,7 @@ class KeptNodes:
         number in [0, 2**53) (exact in any order); else summed afresh."""
         if self._used is None:
             rows = [n.used.clone() for n in self.table.nodes]  # type: ignore[union-attr]
-            if not all(_exact(r) for r in rows):
+            if not all(exact_whole(r) for r in rows):
                 return fresh_used(nodes)
             total, counts = Resource.empty(), self._used_counts
             counts.clear()
@@ -128,7 +117,7 @@ class KeptNodes:
                 total.add(r)
                 for name in r.scalars:
                     counts[name] = counts.get(name, 0) + 1
-            if not _exact(total):
+            if not exact_whole(total):
                 return fresh_used(nodes)
             self._used, self._used_rows = total, rows
         return self._used.clone()
@@ -138,7 +127,7 @@ class KeptNodes:
         assert total is not None
         for i, node in zip(rows, nodes, strict=True):
             new = node.used.clone()
-            if not _exact(new):
+            if not exact_whole(new):
                 self._used = None
                 return
             old = kept[i]
@@ -153,7 +142,7 @@ class KeptNodes:
             for name in new.scalars:
                 counts[name] = counts.get(name, 0) + 1
             kept[i] = new
-        if not _exact(total):
+        if not exact_whole(total):
             self._used = None
 
     def _build(self, nodes: dict[str, NodeInfo], jobs: dict[str, JobInfo]) -> None:

@@ -155,31 +155,7 @@ class Session(SessionOperations, CallbackRegistry):
             hit = self._pred_cache.get(key)
             if hit is not None:
                 return hit
-        table = self.node_table
-        self.work.charge_task(task, len(table))
-        ok = table.all_rows()
-        failures: list[tuple[str, np.ndarray]] = []
-        shard_failure = self.shard.failure
-        if shard_failure is not None:  # hard sharding: outside the shard fails first, every action
-            failures.append(shard_failure)
-            ok &= ~shard_failure[1]
-        for name, (fn, static) in entries:
-            if static:
-                masks = self._static_pred.get((name, key))
-                if masks is None:
-                    masks = list(fn(task, table))
-                    self._static_pred[(name, key)] = masks
-            else:
-                masks = fn(task, table)
-            for reason, mask in masks:
-                # Each row is blamed once: on the first predicate that fails it.
-                eff = mask & ok
-                if eff.any():
-                    eff.flags.writeable = False
-                    failures.append((reason, eff))
-                    ok &= ~mask
-        ok.flags.writeable = False
-        res = PredicateResult(ok, failures)
+        res = PredicateResult.combine(self.predicate_sequence(task), len(self.node_table))
         if all_static:
             self._pred_cache[key] = res
         return res

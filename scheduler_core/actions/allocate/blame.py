@@ -1,6 +1,6 @@
 """A class's predicate failures per row, kept up to date so its fit errors cost the rows changed.
 
-When a class fits no node, allocate records its fit errors (placement.fit_errors): how many rows
+When a class fits no node, allocate records its fit errors (fit_errors below): how many rows
 each predicate failed (a row is blamed once, on the first predicate of the session's order that
 fails it: `Session.predicate`) plus the resources short on the rows that passed. With dynamic
 predicates (pod counts) that took a full `Session.predicate`, every mask combined over the whole
@@ -15,7 +15,8 @@ a placement that changes other rows' answers, pod affinity or spread, refreshes 
 `counts` then gives `predicate(task).counts()`: the failing reasons in the current mask order,
 the hard shard's reason listed even when it blames nothing. Where that is not certain (one
 reason text on two masks, whose counts `counts()` overwrites; a kept blame whose reason no
-current mask gives) it answers None and the caller asks `predicate` again.
+current mask gives) it answers None and the caller combines every mask again
+(`PredicateResult.combine`).
 """
 
 from __future__ import annotations
@@ -24,8 +25,21 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from scheduler_core.framework.records import FitErrors
+
 if TYPE_CHECKING:
     from scheduler_core.framework.interface import PredicateResult
+    from scheduler_core.framework.session import Session
+    from scheduler_core.model import TaskInfo
+
+
+def fit_errors(ssn: Session, task: TaskInfo, ok: np.ndarray, predicate_counts: dict[str, int],
+               future: bool = True) -> FitErrors:
+    """Predicate failures plus `Insufficient <dim>` for the rows that passed but do not fit."""
+    reasons = dict(predicate_counts)
+    for reason, n in ssn.node_table.insufficient(task.resreq, ok, future=future).items():
+        reasons[reason] = reasons.get(reason, 0) + n
+    return FitErrors(len(ssn.node_table), reasons)
 
 
 class Blame:
@@ -55,7 +69,7 @@ class Blame:
                rows: np.ndarray) -> tuple[np.ndarray, dict[str, int]] | None:
         """`rows` asked again against `seq` (Session.predicate_sequence, asked once by the
         caller): (whether each passes, the counts as `predicate(task).counts()` gives them), or
-        None when not certain (then `combine(seq, n)`)."""
+        None when not certain (then `PredicateResult.combine(seq, n)`)."""
         texts = [reason for reason, _, _ in seq]
         if len(set(texts)) != len(texts):
             return None
@@ -82,20 +96,3 @@ class Blame:
             return None
         return new < 0, out
 
-
-def combine(seq: list[tuple[str, np.ndarray, bool]], n: int) -> PredicateResult:
-    """`Session.predicate`'s combination of `seq` over n rows (its answer, without its cache)."""
-    from scheduler_core.framework.interface import PredicateResult
-
-    ok = np.ones(n, dtype=bool)
-    failures: list[tuple[str, np.ndarray]] = []
-    for reason, mask, always in seq:
-        if always:
-            failures.append((reason, mask))
-            ok &= ~mask
-            continue
-        eff = mask & ok
-        if eff.any():
-            failures.append((reason, eff))
-            ok &= ~mask
-    return PredicateResult(ok, failures)

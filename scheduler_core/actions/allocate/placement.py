@@ -42,8 +42,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from scheduler_core.actions.allocate.blame import Blame, combine
+from scheduler_core.actions.allocate.blame import Blame, fit_errors
+from scheduler_core.actions.allocate.change_log import ChangeLog
 from scheduler_core.actions.allocate.window import best_in_window
+from scheduler_core.framework.interface import PredicateResult
 from scheduler_core.framework.records import FitErrors
 from scheduler_core.resources import MIN_RESOURCE
 
@@ -63,15 +65,6 @@ REFRESH_FRACTION = 0.125
 Cells = tuple[list[float], list[float], list[float], int]
 
 
-def fit_errors(ssn: Session, task: TaskInfo, ok: np.ndarray, predicate_counts: dict[str, int],
-               future: bool = True) -> FitErrors:
-    """Predicate failures plus `Insufficient <dim>` for the rows that passed but do not fit."""
-    reasons = dict(predicate_counts)
-    for reason, n in ssn.node_table.insufficient(task.resreq, ok, future=future).items():
-        reasons[reason] = reasons.get(reason, 0) + n
-    return FitErrors(len(ssn.node_table), reasons)
-
-
 def has_dynamic_predicates(ssn: Session) -> bool:
     """True when some enabled predicate depends on the session state (pods, affinity)."""
     return any(not static for tier in ssn.enabled_fns("predicate") for _, (_, static) in tier)
@@ -81,45 +74,6 @@ def spreads(task: TaskInfo) -> bool:
     """The task's placement changes other rows' answers (pod affinity, topology spread)."""
     aff = task.affinity or {}
     return bool(task.topology_spread_constraints or aff.get("podAffinity") or aff.get("podAntiAffinity"))
-
-
-class ChangeLog:
-    """Rows changed since the action started, so cached class states catch up cheaply.
-
-    An entry is a row that got a task (>= 0), ALL when a change may affect every row (pod
-    affinity), or `-(row + 2)` for a row that lost one (a discarded placement).
-    """
-
-    ALL = -1
-
-    def __init__(self, n: int = 0) -> None:
-        """`n`: the NodeTable's rows (`last` holds an entry for each from the start)."""
-        self.rows: list[int] = []
-        # Per row, the log position of its latest entry (-1 = none), so a class finds the
-        # distinct rows changed since position p with one numpy comparison, whatever the
-        # log's length; plus the latest positions of an ALL and of a released entry.
-        self.last = np.full(n, -1, dtype=np.int64)
-        self.last_all = -1
-        self.last_released = -1
-
-    def add(self, row: int, released: bool = False) -> None:
-        """Record one changed row (or ChangeLog.ALL); `released` when a task left it."""
-        pos = len(self.rows)
-        self.rows.append(-(row + 2) if released else row)
-        if row == ChangeLog.ALL:
-            self.last_all = pos
-            return
-        if row >= len(self.last):
-            grown = np.full(max(row + 1, 2 * len(self.last), 64), -1, dtype=np.int64)
-            grown[:len(self.last)] = self.last
-            self.last = grown
-        self.last[row] = pos
-        if released:
-            self.last_released = pos
-
-    def changed_since(self, pos: int, n: int) -> np.ndarray:
-        """Distinct rows (< n, ascending) with an entry at a position >= pos."""
-        return np.flatnonzero(self.last[:n] >= pos)
 
 
 class ClassState:
@@ -416,7 +370,7 @@ class ClassState:
             rows = np.fromiter(self.touched, dtype=np.intp, count=len(self.touched))
             got = self.blame.update(seq, rows)
             if got is None:
-                pred = self.pred = combine(seq, len(self.table))
+                pred = self.pred = PredicateResult.combine(seq, len(self.table))
                 self.blame = None
                 self.ok, self.counts = pred.ok_mask.copy(), pred.counts()
             else:

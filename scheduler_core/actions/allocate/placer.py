@@ -31,7 +31,8 @@ from collections.abc import Callable, Iterable
 from itertools import islice
 from typing import TYPE_CHECKING
 
-from scheduler_core.actions.allocate.placement import ChangeLog, ClassState, has_dynamic_predicates, spreads
+from scheduler_core.actions.allocate.change_log import ChangeLog
+from scheduler_core.actions.allocate.placement import ClassState, has_dynamic_predicates, spreads
 from scheduler_core.framework.kept import any_job
 from scheduler_core.framework.signature import class_key_fn, has_inter_pod_terms, signed_fields
 

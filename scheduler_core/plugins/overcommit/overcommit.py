@@ -23,7 +23,7 @@ from scheduler_core.model import ALLOCATED_STATUSES, JobPhase
 from scheduler_core.plugins.util.job_figures import JobValues, values_holder
 from scheduler_core.plugins.util.job_follow import ABSENT, Follower
 from scheduler_core.plugins.util.votes import PERMIT, REJECT
-from scheduler_core.resources import MIN_RESOURCE, Resource, exceeded_part
+from scheduler_core.resources import MIN_RESOURCE, Resource, exact_whole, exceeded_part
 
 if TYPE_CHECKING:
     from scheduler_core.framework.session import Session
@@ -66,17 +66,6 @@ def job_inqueue_reservation(job: JobInfo) -> Resource | None:
     return None
 
 
-_EXACT = float(2 ** 53)
-
-
-def _exact(r: Resource) -> bool:
-    """Every value a whole number in [0, 2**53): sums of such are exact in any order."""
-    for v in (r.milli_cpu, r.memory, *r.scalars.values()):
-        if v < 0 or v >= _EXACT or not v.is_integer():
-            return False
-    return True
-
-
 def _sum(held: Iterable[Resource | None]) -> tuple[Resource, dict[str, int], bool]:
     """The reservations summed in order (what a fresh open adds up), how many hold each scalar,
     and whether every one and the sum are exact."""
@@ -86,8 +75,8 @@ def _sum(held: Iterable[Resource | None]) -> tuple[Resource, dict[str, int], boo
             total.add(r)
             for name in r.scalars:
                 counts[name] = counts.get(name, 0) + 1
-            exact = exact and _exact(r)
-    return total, counts, exact and _exact(total)
+            exact = exact and exact_whole(r)
+    return total, counts, exact and exact_whole(total)
 
 
 def over_pool(inqueue: Resource, min_req: Resource, idle: Resource) -> list[str]:
@@ -144,12 +133,12 @@ class _KeptPool:
                     else:
                         del counts[name], total.scalars[name]
             if new is not ABSENT and new is not None:
-                if not _exact(new):
+                if not exact_whole(new):
                     return False
                 total.add(new)
                 for name in new.scalars:
                     counts[name] = counts.get(name, 0) + 1
-        if not _exact(total):
+        if not exact_whole(total):
             return False
         self.total = total
         return True

@@ -200,7 +200,8 @@ def test_scores_pick_nodes(tiers, binds):
 
 def test_incremental_class_state_matches_a_fresh_one():
     # The per-row updates after each placement must equal a recomputation over all rows.
-    from scheduler_core.actions.allocate.placement import ChangeLog, ClassState
+    from scheduler_core.actions.allocate.change_log import ChangeLog
+    from scheduler_core.actions.allocate.placement import ClassState
 
     nodes = [node(f"n{i}", cpu=str(2 + i % 3), pods=3 + i % 2) for i in range(8)]
     snap = snapshot(nodes=nodes, jobs=[job("j1", tasks=replicas("t", 12, cpu="1"))])

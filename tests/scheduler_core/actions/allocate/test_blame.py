@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scheduler_core.actions.allocate.placement import fit_errors
+from scheduler_core.actions.allocate.blame import fit_errors
 from scheduler_core.actions.allocate.placer import Placer
 from scheduler_core.framework.session import open_session
 from scheduler_core.framework.statement import Statement
