@@ -195,7 +195,7 @@ class CloseFigures:
             if renders is None:
                 hit = chain_entry(name, self.figures[name], limit)
             else:  # the last session's entry while the figures it shows are the same
-                sig = tuple(self.figure_key(name, f) for f in CHAIN_FIGURES)
+                sig = (*(self.figure_key(name, f) for f in CHAIN_FIGURES), self.figure_key(name, limit))
                 kept = renders.chains_before.get(key)
                 hit = kept[1] if kept is not None and kept[0] == sig else \
                     chain_entry(name, self.figures[name], limit)
@@ -329,8 +329,8 @@ class KeptRenders:
     def __init__(self) -> None:
         self.renders: dict[tuple, KeptRender] = {}
         self.session = 0
-        # Chain entries by (queue, limit) with the figures they show (CHAIN_FIGURES' keys): this
-        # session's and the last one's.
+        # Chain entries by (queue, limit) with the figures they show (CHAIN_FIGURES' keys and the
+        # limit's): this session's and the last one's.
         self.chains: dict[tuple[str, str], tuple[tuple, dict[str, Any]]] = {}
         self.chains_before: dict[tuple[str, str], tuple[tuple, dict[str, Any]]] = {}
 
@@ -355,7 +355,7 @@ class KeptRenders:
         self.renders[key] = render
 
 
-# What a chain entry shows (its headroom is of one of them, the limit, less allocated).
+# What a chain entry shows, besides its headroom (the limit figure less allocated).
 CHAIN_FIGURES = ("deserved", "allocated", "capability", "real_capability", "inqueue")
 _MISSING = object()
 

@@ -22,8 +22,9 @@ from scheduler_core.framework.records import ReasonCode, format_amount
 from scheduler_core.model import ALLOCATED_STATUSES, JobPhase
 from scheduler_core.plugins.util.job_figures import JobValues, values_holder
 from scheduler_core.plugins.util.job_follow import ABSENT, Follower
+from scheduler_core.plugins.util.queue_attr import over_dimensions
 from scheduler_core.plugins.util.votes import PERMIT, REJECT
-from scheduler_core.resources import MIN_RESOURCE, Resource, exact_whole, exceeded_part
+from scheduler_core.resources import Resource, exact_whole, exceeded_part
 
 if TYPE_CHECKING:
     from scheduler_core.framework.session import Session
@@ -82,24 +83,9 @@ def _sum(held: Iterable[Resource | None]) -> tuple[Resource, dict[str, int], boo
 def over_pool(inqueue: Resource, min_req: Resource, idle: Resource) -> list[str]:
     """The dimensions min_req asks for (> 0) where inqueue + min_req does not fit idle (within
     MIN_RESOURCE): `inqueue.clone().add(min_req).less_equal_with_dimension_and_resources_name(idle,
-    min_req)`'s names, with the same float operations and no copies (asked once per waiting job)."""
-    names = []
-    if min_req.milli_cpu > 0:
-        left, right = inqueue.milli_cpu + min_req.milli_cpu, idle.milli_cpu
-        if not (left < right or abs(left - right) < MIN_RESOURCE):
-            names.append("cpu")
-    if min_req.memory > 0:
-        left, right = inqueue.memory + min_req.memory, idle.memory
-        if not (left < right or abs(left - right) < MIN_RESOURCE):
-            names.append("memory")
-    if min_req.scalars:
-        for name in sorted(min_req.scalars):
-            v = min_req.scalars[name]
-            if v > 0:
-                left, right = inqueue.scalars.get(name, 0.0) + v, idle.scalars.get(name, 0.0)
-                if not (left < right or abs(left - right) < MIN_RESOURCE):
-                    names.append(name)
-    return names
+    min_req)`'s names, with the same float operations and no copies (asked once per waiting job):
+    a queue's check (`queue_attr.over_dimensions`) with the cluster's pool as the queue."""
+    return over_dimensions(inqueue, min_req, idle)
 
 
 class _KeptPool:
