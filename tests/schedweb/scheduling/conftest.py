@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from datetime import datetime, timedelta
 
 import pytest
 from django.db import connection
 
 from schedweb.core import services
-from schedweb.core.job_services import job_submit
-from schedweb.core.models import NODE_BOUND_TASK_STATUSES, Node, Task
+from schedweb.core.job_services import job_submit, task_set_status
+from schedweb.core.models import NODE_BOUND_TASK_STATUSES, TERMINAL_TASK_STATUSES, Node, Task
 from schedweb.scheduling import incremental
 
 requires_postgres = pytest.mark.skipif(connection.vendor != "postgresql",
@@ -43,6 +44,25 @@ def submit(name: str, tasks: int = 1, cpu: str = "1", queue: str = "q", min_memb
     return job_submit(namespace="ns", name=name, queue=queue, min_member=min_member or tasks,
                       tasks=[{"name": f"{name}-{i}", "request": {"cpu": cpu, "memory": "1Gi"},
                               "duration": duration} for i in range(tasks)])
+
+
+def report_task(pick: int) -> None:
+    """An outside writer's task report: the `pick`-th unfinished task (id order) turns Running,
+    Succeeded or Failed (by `pick`); nothing when every task is done."""
+    ids = list(Task.objects.exclude(status__in=TERMINAL_TASK_STATUSES).order_by("id")
+               .values_list("id", flat=True))
+    if ids:
+        task_set_status(task=Task.objects.get(pk=ids[pick % len(ids)]),
+                        status=("Running", "Succeeded", "Failed")[pick % 3])
+
+
+def agent_tick(clock: datetime) -> datetime:
+    """One step of the simulated node agent at `clock` plus 10 s; returns that instant."""
+    from schedweb.scheduling.agent import agent_step
+
+    clock += timedelta(seconds=10)
+    agent_step(now=clock, period=2)
+    return clock
 
 
 def statuses(job_name: str | None = None) -> dict[str, tuple[str, str | None]]:

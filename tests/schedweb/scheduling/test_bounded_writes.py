@@ -23,13 +23,13 @@ from hypothesis import strategies as st
 
 from scheduler_core.result import Reason, SessionResult
 from schedweb.core import services
-from schedweb.core.job_services import job_cancel, job_delete, job_resume, job_suspend, task_set_status
-from schedweb.core.models import TERMINAL_TASK_STATUSES, Job, JobPhase, Node, Queue, Task
+from schedweb.core.job_services import job_cancel, job_delete, job_resume, job_suspend
+from schedweb.core.models import Job, JobPhase, Node, Queue
 from schedweb.scheduling import cycle, incremental, job_changes, job_conditions
 from schedweb.scheduling.adapter import JobRow, LoadedState
 from schedweb.scheduling.row_log import JobRowLog
 
-from .conftest import make_cluster, requires_postgres, submit
+from .conftest import agent_tick, make_cluster, report_task, requires_postgres, submit
 from .test_job_changes import PHASES, _new_reason, _reference, row
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -209,16 +209,9 @@ class World:
         elif op == "phase":
             Job.objects.filter(pk=job.pk).update(phase=(JobPhase.PENDING, JobPhase.INQUEUE)[pick % 2])
         elif op == "report":
-            ids = list(Task.objects.exclude(status__in=TERMINAL_TASK_STATUSES).order_by("id")
-                       .values_list("id", flat=True))
-            if ids:
-                task_set_status(task=Task.objects.get(pk=ids[pick % len(ids)]),
-                                status=("Running", "Succeeded", "Failed")[pick % 3])
+            report_task(pick)
         elif op == "agent":
-            from schedweb.scheduling.agent import agent_step
-
-            cls.clock += timedelta(seconds=10)
-            agent_step(now=cls.clock, period=2)
+            cls.clock = agent_tick(cls.clock)
         elif op == "node":
             node = Node.objects.order_by("id")[pick % 3]
             services.node_update(node=node, unschedulable=not node.unschedulable)

@@ -11,7 +11,6 @@ scheduler names it keeps must equal those of a fresh full load.
 from __future__ import annotations
 
 import contextlib
-from datetime import timedelta
 
 import pytest
 from django.core.exceptions import ValidationError
@@ -20,15 +19,14 @@ from django.utils import timezone
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from schedweb.core.job_services import job_cancel, task_set_status
-from schedweb.core.models import TERMINAL_TASK_STATUSES, Job, JobPhase, NodeShard, Queue, Task
+from schedweb.core.job_services import job_cancel
+from schedweb.core.models import Job, JobPhase, NodeShard, Queue
 from schedweb.scheduling import incremental, shard_runtime
 from schedweb.scheduling.adapter import LoadedState, load_state
-from schedweb.scheduling.agent import agent_step
 from schedweb.scheduling.cycle import active_conf, cycle_run
 from schedweb.scheduling.snapshot_sql import JOBS
 
-from .conftest import make_cluster, requires_postgres, submit
+from .conftest import agent_tick, make_cluster, report_task, requires_postgres, submit
 
 pytestmark = [requires_postgres, pytest.mark.django_db(transaction=True),
               pytest.mark.usefixtures("fresh_shard_caches")]
@@ -98,14 +96,9 @@ class World:
             if ids:
                 job_cancel(job=Job.objects.get(pk=ids[pick % len(ids)]))
         elif op == "report":
-            ids = list(Task.objects.exclude(status__in=TERMINAL_TASK_STATUSES).order_by("id")
-                       .values_list("id", flat=True))
-            if ids:
-                task_set_status(task=Task.objects.get(pk=ids[pick % len(ids)]),
-                                status=("Running", "Succeeded", "Failed")[pick % 3])
+            report_task(pick)
         elif op == "agent":
-            cls.clock += timedelta(seconds=10)
-            agent_step(now=cls.clock, period=2)
+            cls.clock = agent_tick(cls.clock)
         else:
             run = cycle_run(shard=INSTANCES[pick % len(INSTANCES)])
             assert not run.errors and not run.skipped, run.errors
